@@ -1,0 +1,77 @@
+"""Call comparison shared by rewards and evaluation, so training signal and benchmark cannot drift.
+
+Exact match (Tool-N1, arXiv 2505.00024, Eq. 4 correctness term): the predicted calls equal the
+ground truth as a multiset. Call order and argument order are free; every argument key and value
+must be equal, with JSON types significant: ``"5" != 5``, ``5 != 5.0``, ``true != 1``; no missing or
+extra argument and no missing or extra call. Name-level match compares only the multiset of names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tooltune.schema import ToolCall
+
+
+def canonical_value(value: Any) -> str:
+    """A typed, order-free, hashable text form of a JSON value.
+
+    ``json.dumps`` already separates the types that Python's ``==`` conflates (``5``/``5.0``/``True``
+    print as ``5``/``5.0``/``true``) and sorts object keys; lists stay ordered because an argument's
+    list value is ordered data.
+    """
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # mixed-type dict keys from Python-literal parsing
+        return _canonical_fallback(value)
+
+
+def _canonical_fallback(value: Any) -> str:
+    if isinstance(value, dict):
+        items = sorted((repr(k), _canonical_fallback(v)) for k, v in value.items())
+        return "{" + ",".join(f"{k}:{v}" for k, v in items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_canonical_fallback(v) for v in value) + "]"
+    return f"{type(value).__name__}:{value!r}"
+
+
+def call_key(call: ToolCall) -> tuple[str, str]:
+    """The identity of a call for multiset comparison: (name, canonical arguments)."""
+    return call.name, canonical_value(call.arguments)
+
+
+def calls_match(pred: Sequence[ToolCall] | None, gold: Sequence[ToolCall]) -> bool:
+    """Exact multiset equality of calls (Tool-N1). `pred=None` (undecodable) never matches."""
+    if pred is None or len(pred) != len(gold):
+        return False
+    if len(gold) == 1:  # the common case: skip building counters
+        return pred[0].name == gold[0].name and call_key(pred[0]) == call_key(gold[0])
+    return Counter(map(call_key, pred)) == Counter(map(call_key, gold))
+
+
+def names_match(pred: Sequence[ToolCall] | None, gold: Sequence[ToolCall]) -> bool:
+    """Same multiset of function names (Tool-N1 fine-grained ablation term)."""
+    if pred is None:
+        return False
+    return Counter(c.name for c in pred) == Counter(c.name for c in gold)
+
+
+def matched_pairs(pred: Iterable[ToolCall], gold: Iterable[ToolCall]) -> list[tuple[ToolCall, ToolCall]]:
+    """Pairs (predicted, gold) of calls that match exactly, each call used at most once."""
+    pool: dict[tuple[str, str], list[ToolCall]] = {}
+    for g in gold:
+        pool.setdefault(call_key(g), []).append(g)
+    pairs = []
+    for p in pred:
+        bucket = pool.get(call_key(p))
+        if bucket:
+            pairs.append((p, bucket.pop()))
+    return pairs
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Typed equality of two JSON values (``5 != 5.0``, ``True != 1``)."""
+    return canonical_value(a) == canonical_value(b)

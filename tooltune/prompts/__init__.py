@@ -1,0 +1,27 @@
+"""Prompt templates and history rendering: Sample -> chat messages, calls -> answer text."""
+
+from tooltune.prompts.render import HISTORY_MODES, render_prompt, render_target
+from tooltune.prompts.templates import (
+    TEMPLATES,
+    PromptTemplate,
+    get_template,
+    python_calls,
+    python_literal,
+    register_template,
+    render_answer,
+    tools_block,
+)
+
+__all__ = [
+    "HISTORY_MODES",
+    "TEMPLATES",
+    "PromptTemplate",
+    "get_template",
+    "python_calls",
+    "python_literal",
+    "register_template",
+    "render_answer",
+    "render_prompt",
+    "render_target",
+    "tools_block",
+]

@@ -1,0 +1,83 @@
+"""Render a `Sample` into chat messages under the evaluation controls of the efficiency paper.
+
+arXiv 2606.00135 shows that multi-turn scores move with how history is serialized, so both forms
+are first-class and every caller states its choice:
+- ``native``: each earlier turn keeps its role; earlier assistant calls are rendered in the
+  template's grammar and tool results are ``tool`` messages, for the tokenizer's chat template.
+- ``context``: the whole history is written out inside one user turn.
+``keep_reasoning`` keeps or drops the reasoning of earlier assistant turns (Qwen3 drops it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tooltune.prompts.templates import get_template, render_answer
+from tooltune.schema import Sample, calls_from_any
+
+HISTORY_MODES = ("native", "context")
+
+
+def _assistant_text(msg: dict[str, Any], template: str, keep_reasoning: bool) -> str:
+    calls = calls_from_any(msg.get("tool_calls") or [])
+    if not calls and not msg.get("tool_calls"):
+        return msg.get("content", "")  # a plain text reply
+    reasoning = msg.get("reasoning") if keep_reasoning else None
+    return render_answer(calls, template, reasoning=reasoning, include_reasoning=keep_reasoning)
+
+
+def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
+    systems = [m["content"] for m in sample.messages if m["role"] == "system" and m["content"].strip()]
+    return systems, [m for m in sample.messages if m["role"] != "system"]
+
+
+def render_prompt(
+    sample: Sample,
+    template: str = "tool_n1",
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+) -> list[dict[str, str]]:
+    """Chat messages (system first) that ask the model for `sample`'s answer.
+
+    `system_prompt` replaces the template's system text (a system-prompt variant under evaluation);
+    a ``{tools}`` placeholder in it receives the tool list. A sample's own system messages are
+    appended to the template's system text.
+    """
+    if history not in HISTORY_MODES:
+        raise ValueError(f"unknown history mode {history!r}; expected one of {HISTORY_MODES}")
+    tpl = get_template(template)
+    systems, turns = _history(sample)
+    system = "\n\n".join([tpl.system_prompt(sample.tools, system_prompt), *systems])
+    messages: list[dict[str, str]] = [{"role": "system", "content": system}]
+    if history == "native":
+        for m in turns:
+            if m["role"] == "assistant":
+                messages.append(
+                    {"role": "assistant", "content": _assistant_text(m, template, keep_reasoning)}
+                )
+            elif m["role"] == "tool":
+                messages.append({"role": "tool", "content": m["content"]})
+            else:
+                messages.append({"role": "user", "content": m["content"]})
+        return messages
+    lines = []
+    for m in turns:
+        if m["role"] == "assistant":
+            lines.append(f"Assistant: {_assistant_text(m, template, keep_reasoning)}")
+        elif m["role"] == "tool":
+            who = f" from {m['name']}" if m.get("name") else ""
+            lines.append(f"Tool result{who}: {m['content']}")
+        else:
+            lines.append(f"User: {m['content']}")
+    if len(turns) == 1 and turns[0]["role"] == "user":
+        return [*messages, {"role": "user", "content": turns[0]["content"]}]
+    body = "The conversation so far:\n" + "\n".join(lines) + "\n\nGive the assistant's next response."
+    return [*messages, {"role": "user", "content": body}]
+
+
+def render_target(sample: Sample, template: str = "tool_n1", reasoning: str | None = None) -> str:
+    """The ground-truth assistant completion for `sample` (SFT target, gold self-check)."""
+    if reasoning is None:
+        reasoning = sample.meta.get("reasoning") if isinstance(sample.meta.get("reasoning"), str) else None
+    return render_answer(sample.answer, template, reasoning=reasoning)

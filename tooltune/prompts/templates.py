@@ -1,0 +1,194 @@
+# ruff: noqa: E501  (prompt texts are prose whose line breaks are part of the prompt)
+"""Prompt templates: the system prompt that teaches an output grammar, and the answer renderer.
+
+Each template is written in this project's words with the same instructions as its source:
+- ``tool_n1``: Tool-N1's lightweight thinking template (arXiv 2505.00024, Sec. 3): tools inside
+  ``<tools>…</tools>``, three numbered steps (think, decide on tool use, answer in the format),
+  output ``<think>…</think>`` then ``<tool_call>[…]</tool_call>``.
+- ``r2if``: R2IF's template: two-step reasoning (Step1 names the function as ``#func_name#``, Step2
+  analyses each parameter on a ``- param: analysis`` line) inside ``<reason>``, calls inside ``<tool>``,
+  the fixed rejection text for irrelevant requests, and no other text.
+- ``bfcl``: BFCL's default prompting-model system prompt (Python-call list, nothing else).
+- ``bfcl_strong``: the same plus the stronger multi-turn instructions studied by the efficiency paper
+  (arXiv 2606.00135): keep calling until the turn's task is done, use earlier results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tooltune.parsing import R2IF_REJECTION, grammar_of, register_grammar_alias
+from tooltune.schema import ToolCall, ToolSpec
+
+TAGS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<reason>", "</reason>", "<tool>", "</tool>")
+
+
+def tools_block(tools: Sequence[ToolSpec]) -> str:
+    """One compact JSON object per tool, one per line."""
+    return "\n".join(json.dumps(t.to_dict(), ensure_ascii=False, separators=(", ", ": ")) for t in tools)
+
+
+TOOL_N1_SYSTEM = """You are an assistant that completes the user's task by calling tools when they help.
+
+# Tools
+These tools are available:
+<tools>
+{tools}
+</tools>
+
+# Each turn
+1. Think first: inside <think></think>, work out what the user wants from the conversation so far and which tools, if any, serve it.
+2. Decide on tool use: when tools are needed, put every call in one JSON list inside <tool_call></tool_call>, each call as {"name": <tool name>, "arguments": {<parameter>: <value>}}; independent calls go in the same list. When no tool fits, the list is empty: [].
+3. Answer in exactly this form and write nothing else:
+<think> your reasoning </think>
+<tool_call>
+[{"name": "...", "arguments": {...}}]
+</tool_call>"""
+
+R2IF_SYSTEM = """You are an assistant that decides which function to call and with which arguments.
+
+Available functions:
+{tools}
+
+Answer in exactly two blocks and write no other text:
+<reason>
+Step1: say which function serves the request, writing its name as #function_name#.
+Step2: for each argument of each call, one line "- parameter: how its value follows from the request and the function's description".
+</reason>
+<tool>[{"name": "...", "arguments": {...}}]</tool>
+If no function can serve the request, explain why in <reason> and put exactly this text inside <tool>: {rejection}"""
+
+BFCL_SYSTEM = """You are an expert at composing function calls. You receive a question and a set of functions. Make the function call(s) that achieve what the question asks. If none of the functions fits, say so. If the question lacks a parameter a function requires, say so as well.
+Reply with the function calls only, in this form: [func_name1(param_a=value_a, param_b=value_b), func_name2(param=value)]
+Write no other text in your reply.
+
+The functions you can call, in JSON format:
+{tools}"""
+
+BFCL_STRONG_SUFFIX = """
+
+In every turn, do your best to finish the user's request within that turn. Keep producing function calls until the request is fulfilled as far as you can; use the results of earlier calls and earlier turns instead of asking again. When you have no more calls to make, the turn ends and the next request follows."""
+
+
+def _default_reasoning_tool_n1(calls: Sequence[ToolCall]) -> str:
+    if not calls:
+        return "No available tool can serve this request, so no call is made."
+    names = ", ".join(dict.fromkeys(c.name for c in calls))
+    return f"The request is served by calling {names}."
+
+
+def _default_reasoning_r2if(calls: Sequence[ToolCall]) -> str:
+    if not calls:
+        return "Step1: none of the available functions serves this request.\nStep2: no call is made."
+    names = ", ".join(f"#{n}#" for n in dict.fromkeys(c.name for c in calls))
+    lines = [f"Step1: the request is served by {names}.", "Step2:"]
+    for c in calls:
+        lines.append(f"#{c.name}#")
+        lines += [
+            f"- {k}: {json.dumps(v, ensure_ascii=False)} as stated in the request."
+            for k, v in c.arguments.items()
+        ]
+    return "\n".join(lines)
+
+
+def _json_calls(calls: Sequence[ToolCall]) -> str:
+    text = json.dumps([c.to_dict() for c in calls], ensure_ascii=False)
+    if any(t in text for t in TAGS):  # '<' only occurs inside JSON strings, so escaping it is lossless
+        text = text.replace("<", "\\u003c")
+    return text
+
+
+def _clean_reasoning(reasoning: str) -> str:
+    for t in TAGS:
+        reasoning = reasoning.replace(t, "")
+    return reasoning.strip()
+
+
+def python_literal(v: Any) -> str:
+    """Python literal text for a JSON value (round-trips through ast.literal_eval)."""
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{python_literal(k)}: {python_literal(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(python_literal(x) for x in v) + "]"
+    return repr(v)
+
+
+def python_calls(calls: Sequence[ToolCall]) -> str:
+    inner = ", ".join(
+        f"{c.name}(" + ", ".join(f"{k}={python_literal(v)}" for k, v in c.arguments.items()) + ")"
+        for c in calls
+    )
+    return f"[{inner}]"
+
+
+def render_answer(
+    calls: Sequence[ToolCall],
+    template: str = "tool_n1",
+    reasoning: str | None = None,
+    include_reasoning: bool = True,
+) -> str:
+    """The assistant text that answers with `calls` in `template`'s grammar (inverse of parsing)."""
+    grammar = grammar_of(template)
+    calls = list(calls)
+    if grammar == "tool_n1":
+        block = f"<tool_call>\n{_json_calls(calls)}\n</tool_call>"
+        if not include_reasoning:
+            return block
+        r = _clean_reasoning(reasoning) if reasoning else ""
+        return f"<think>{r or _default_reasoning_tool_n1(calls)}</think>\n{block}"
+    if grammar == "r2if":
+        block = f"<tool>{_json_calls(calls) if calls else R2IF_REJECTION}</tool>"
+        if not include_reasoning:
+            return block
+        r = _clean_reasoning(reasoning) if reasoning else ""
+        return f"<reason>\n{r or _default_reasoning_r2if(calls)}\n</reason>\n{block}"
+    if grammar == "hermes":
+        blocks = "\n".join(f"<tool_call>\n{_json_calls([c])[1:-1]}\n</tool_call>" for c in calls)
+        r = _clean_reasoning(reasoning) if (reasoning and include_reasoning) else ""
+        return "\n".join(x for x in (r, blocks) if x)
+    if grammar == "python":
+        return python_calls(calls)
+    return _json_calls(calls)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """A named system prompt plus the output grammar it teaches."""
+
+    name: str
+    system: str
+    """Text with a {tools} placeholder (and {rejection} for r2if)."""
+
+    @property
+    def grammar(self) -> str:
+        return grammar_of(self.name)
+
+    def system_prompt(self, tools: Sequence[ToolSpec], override: str | None = None) -> str:
+        """The system text with the tool list filled in; `override` replaces the template's text."""
+        text = self.system if override is None else override
+        return text.replace("{tools}", tools_block(tools)).replace("{rejection}", R2IF_REJECTION)
+
+
+TEMPLATES: dict[str, PromptTemplate] = {
+    "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM),
+    "r2if": PromptTemplate("r2if", R2IF_SYSTEM),
+    "bfcl": PromptTemplate("bfcl", BFCL_SYSTEM),
+    "bfcl_strong": PromptTemplate("bfcl_strong", BFCL_SYSTEM + BFCL_STRONG_SUFFIX),
+}
+
+
+def register_template(name: str, system: str, grammar: str) -> PromptTemplate:
+    """Add a prompt template (e.g. a compact system prompt for a tiny model) parsed with `grammar`."""
+    register_grammar_alias(name, grammar)
+    TEMPLATES[name] = PromptTemplate(name, system)
+    return TEMPLATES[name]
+
+
+def get_template(name: str) -> PromptTemplate:
+    try:
+        return TEMPLATES[name]
+    except KeyError:
+        raise ValueError(f"unknown prompt template {name!r}; known: {sorted(TEMPLATES)}") from None
