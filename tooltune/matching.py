@@ -16,6 +16,10 @@ from typing import Any
 from tooltune.schema import ToolCall
 
 
+# one encoder reused: json.dumps with keyword arguments builds a new encoder on every call
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+
+
 def canonical_value(value: Any) -> str:
     """A typed, order-free, hashable text form of a JSON value.
 
@@ -24,7 +28,7 @@ def canonical_value(value: Any) -> str:
     list value is ordered data.
     """
     try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return _ENCODE(value)
     except (TypeError, ValueError):  # mixed-type dict keys from Python-literal parsing
         return _canonical_fallback(value)
 
