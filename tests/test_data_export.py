@@ -1,0 +1,67 @@
+"""Exports: TRL rows / HF dataset columns, verl parquet schema, JSONL round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tooltune.data.export import export, to_hf_dataset, to_trl_rows, to_verl_rows
+from tooltune.data.synthetic import SynthConfig, write
+from tooltune.prompts import render_prompt
+from tooltune.rewards import binary_reward
+from tooltune.schema import Sample, read_jsonl
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory) -> list[Sample]:
+    path = tmp_path_factory.mktemp("exp") / "s.jsonl"
+    write(SynthConfig(n=40, seed=2), str(path))
+    return read_jsonl(str(path))
+
+
+def test_trl_rows_columns(samples):
+    rows = to_trl_rows(samples, template="r2if", history="context")
+    assert len(rows) == len(samples)
+    for row, s in zip(rows, samples):
+        assert set(row) == {"prompt", "answer", "sample_id", "category", "tools", "meta"}
+        assert row["prompt"] == render_prompt(s, template="r2if", history="context")
+        assert json.loads(row["answer"]) == [c.to_dict() for c in s.answer]
+        assert [t["name"] for t in json.loads(row["tools"])] == s.tool_names
+        assert json.loads(row["meta"]) == s.meta and row["sample_id"] == s.id
+
+
+def test_hf_dataset(samples):
+    ds = to_hf_dataset(samples)
+    assert ds.num_rows == len(samples) and ds[0]["prompt"][0]["role"] == "system"
+    assert to_hf_dataset([]).num_rows == 0
+
+
+def test_verl_rows_and_parquet(samples, tmp_path: Path):
+    import pyarrow.parquet as pq
+
+    rows = to_verl_rows(samples, template="tool_n1")
+    row = rows[3]
+    assert row["reward_model"]["style"] == "rule" and row["ability"] == "tool_calling"
+    assert row["data_source"] == "tooltune/synthetic" and row["extra_info"]["index"] == 3
+    src = tmp_path / "s.jsonl"
+    src.write_text("".join(s.to_json() + "\n" for s in samples))
+    n = export([str(src)], "verl", str(tmp_path / "train.parquet"))
+    table = pq.read_table(tmp_path / "train.parquet").to_pylist()
+    assert n == len(table) == len(samples)
+    for rec, s in zip(table, samples):
+        assert rec["extra_info"]["sample_id"] == s.id
+        gold = json.loads(rec["reward_model"]["ground_truth"])
+        from tooltune.prompts import render_answer
+
+        assert binary_reward(render_answer(s.answer, "tool_n1"), gold) == 1.0
+
+
+def test_jsonl_export_round_trip(samples, tmp_path: Path):
+    src = tmp_path / "a.jsonl"
+    src.write_text("".join(s.to_json() + "\n" for s in samples))
+    export([str(src)], "jsonl", str(tmp_path / "b.jsonl"))
+    assert [s.to_dict() for s in read_jsonl(str(tmp_path / "b.jsonl"))] == [s.to_dict() for s in samples]
+    with pytest.raises(ValueError):
+        export([str(src)], "csv", str(tmp_path / "c"))

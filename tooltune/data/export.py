@@ -1,0 +1,158 @@
+"""Exports of canonical samples: JSONL, TRL rows / a Hugging Face `datasets.Dataset`, verl parquet.
+
+TRL rows (what `GRPOTrainer` / `SFTTrainer` take, and what the reward adapters receive as columns):
+    prompt     list of chat messages from `tooltune.prompts.render_prompt`
+    answer     JSON string of [{"name", "arguments"}] (the ground truth; [] = no call)
+    sample_id  str;  category  str;  tools  JSON string of tool dicts;  meta  JSON string
+verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
+    reward_model {"style": "rule", "ground_truth": <answer JSON string>},
+    extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta"}.
+JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tooltune.prompts import render_prompt
+from tooltune.schema import Sample, read_jsonl, write_jsonl
+
+logger = logging.getLogger(__name__)
+
+EXPORT_FORMATS = ("jsonl", "hf", "verl")
+VERL_ABILITY = "tool_calling"
+
+
+def _answer_json(sample: Sample) -> str:
+    return json.dumps([c.to_dict() for c in sample.answer], ensure_ascii=False)
+
+
+def _tools_json(sample: Sample) -> str:
+    return json.dumps([t.to_dict() for t in sample.tools], ensure_ascii=False)
+
+
+def to_trl_rows(
+    samples: Iterable[Sample],
+    template: str = "tool_n1",
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+) -> list[dict[str, Any]]:
+    """One TRL row per sample (columns in the module docstring); the trainer adds `prompt_index`."""
+    return [
+        {
+            "prompt": render_prompt(
+                s,
+                template=template,
+                history=history,
+                keep_reasoning=keep_reasoning,
+                system_prompt=system_prompt,
+            ),
+            "answer": _answer_json(s),
+            "sample_id": s.id,
+            "category": s.category,
+            "tools": _tools_json(s),
+            "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+        }
+        for s in samples
+    ]
+
+
+def to_hf_dataset(
+    samples: Iterable[Sample],
+    template: str = "tool_n1",
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+) -> Any:
+    """A `datasets.Dataset` of TRL rows."""
+    import datasets  # lazily: importing datasets costs about a second
+
+    rows = to_trl_rows(samples, template, history, keep_reasoning, system_prompt)
+    if not rows:
+        return datasets.Dataset.from_dict(
+            {k: [] for k in ("prompt", "answer", "sample_id", "category", "tools", "meta")}
+        )
+    return datasets.Dataset.from_list(rows)
+
+
+def to_verl_rows(
+    samples: Iterable[Sample],
+    template: str = "tool_n1",
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+    data_source: str | None = None,
+) -> list[dict[str, Any]]:
+    """verl RL rows; `data_source` defaults to `tooltune/<sample source>` (verl routes rewards by it)."""
+    rows = []
+    for i, s in enumerate(samples):
+        answer = _answer_json(s)
+        rows.append(
+            {
+                "data_source": data_source or f"tooltune/{s.source or 'unknown'}",
+                "prompt": render_prompt(
+                    s,
+                    template=template,
+                    history=history,
+                    keep_reasoning=keep_reasoning,
+                    system_prompt=system_prompt,
+                ),
+                "ability": VERL_ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": answer},
+                "extra_info": {
+                    "index": i,
+                    "sample_id": s.id,
+                    "category": s.category,
+                    "template": template,
+                    "history": history,
+                    "tools": _tools_json(s),
+                    "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+                },
+            }
+        )
+    return rows
+
+
+def write_verl_parquet(samples: Iterable[Sample], path: str, **kwargs: Any) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = to_verl_rows(samples, **kwargs)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return len(rows)
+
+
+def export(
+    inputs: Sequence[str],
+    fmt: str,
+    out: str,
+    template: str = "tool_n1",
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+) -> int:
+    """Read canonical JSONL file(s) and write `fmt` to `out` (a file for jsonl/verl, a folder for hf)."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; choose one of {EXPORT_FORMATS}")
+    samples: list[Sample] = []
+    for path in inputs:
+        samples.extend(read_jsonl(path))
+    opts = {
+        "template": template,
+        "history": history,
+        "keep_reasoning": keep_reasoning,
+        "system_prompt": system_prompt,
+    }
+    if fmt == "jsonl":
+        return write_jsonl(samples, out)
+    if fmt == "verl":
+        return write_verl_parquet(samples, out, **opts)
+    ds = to_hf_dataset(samples, **opts)
+    ds.save_to_disk(out)
+    return len(ds)

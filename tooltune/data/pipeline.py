@@ -1,0 +1,357 @@
+"""Tool-N1 preprocessing: raw records -> clean single-step samples, every record accounted for.
+
+Tool-N1 (arXiv 2505.00024, Sec. 3.1 and Table 1) unifies xLAM and ToolACE by: discarding samples whose
+answer calls a tool absent from the candidate list, samples that fail JSON or call parsing, and samples
+with formatting inconsistencies; segmenting each multi-turn dialogue into one sample per assistant
+tool-call step with the preceding turns as history. On top of that, optionally: no-call samples at
+assistant text turns, irrelevance augmentation (the answer's tools removed from the candidates, no call
+expected), deduplication, and a seeded train/validation split.
+
+Accounting, per source (checked before anything is reported):
+  records_in = records_kept + sum(records_rejected by reason)
+  samples_produced + samples_augmented = samples_kept + sum(samples_rejected by reason)
+  samples_kept = train + val
+A record is kept when at least one of its samples is kept; otherwise it is rejected with its first
+reason (a record-level error, or the reason its first step was dropped).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+import os
+import random
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tooltune.data.sources import RecordError, Rejection, get_source
+from tooltune.data.sources.base import RawRecord, describe, infer_category
+from tooltune.data.stats import SourceStats, format_table, total
+from tooltune.matching import call_key
+from tooltune.schema import Sample
+
+__all__ = [
+    "PrepareConfig",
+    "SourceStats",
+    "check_sample",
+    "dedupe_key",
+    "format_table",
+    "prepare",
+    "split_of",
+]
+
+logger = logging.getLogger(__name__)
+
+CHECK_ARGUMENTS = ("off", "unknown", "strict")
+
+
+@dataclass
+class PrepareConfig:
+    """Options of `tooltune data prepare` (also loadable from YAML with `from_yaml`)."""
+
+    sources: list[tuple[str, str]] = field(
+        default_factory=list,
+        metadata={"help": "(source name, input) pairs; input is a file, a folder, or hf:<dataset id>"},
+    )
+    out: str = field(default="data/prepared", metadata={"help": "output folder"})
+    val_fraction: float = field(default=0.05, metadata={"help": "share of records sent to val.jsonl"})
+    seed: int = field(default=0, metadata={"help": "seed of the split and the augmentation draw"})
+    no_call_samples: bool = field(
+        default=False,
+        metadata={"help": "also emit a no-call sample at each assistant text turn of multi-turn dialogues"},
+    )
+    irrelevance_augment: float = field(
+        default=0.0,
+        metadata={"help": "share of samples copied with the answer's tools removed and no call expected"},
+    )
+    dedupe: bool = field(
+        default=True, metadata={"help": "drop samples identical in prompt, tools and answer"}
+    )
+    check_arguments: str = field(
+        default="unknown",
+        metadata={
+            "help": "off | unknown (reject arguments the tool lacks) | strict (also missing required ones)"
+        },
+    )
+    hub_split: str = field(default="train", metadata={"help": "split to load for hf:<id> inputs"})
+    limit: int | None = field(default=None, metadata={"help": "stop after this many records per source"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+    @classmethod
+    def from_yaml(cls, path: str) -> PrepareConfig:
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f) or {}
+        data["sources"] = [tuple(x) for x in data.get("sources", [])]
+        return cls(**data)
+
+
+class _Writer:
+    """train/val/rejected JSONL written to temporary names and renamed at the end (no half outputs)."""
+
+    def __init__(self, out: str) -> None:
+        os.makedirs(out, exist_ok=True)
+        self.out = out
+        # the three files stay open across the whole run and are closed (and renamed) by close()
+        self.files = {
+            k: open(os.path.join(out, f".{k}.jsonl.tmp"), "w", encoding="utf-8")  # noqa: SIM115
+            for k in ("train", "val", "rejected")
+        }
+
+    def write(self, kind: str, line: str) -> None:
+        self.files[kind].write(line + "\n")
+
+    def reject(
+        self,
+        source: str,
+        position: dict[str, Any],
+        level: str,
+        reason: str,
+        field_name: str,
+        detail: str,
+        **extra: Any,
+    ) -> None:
+        """One rejected.jsonl line: what was dropped, why, and where it came from."""
+        line = {
+            "source": source,
+            "position": position,
+            "level": level,
+            "reason": reason,
+            "field": field_name,
+            "detail": detail,
+            **extra,
+        }
+        self.write("rejected", json.dumps(line, ensure_ascii=False, default=str))
+
+    def close(self, ok: bool) -> None:
+        for k, f in self.files.items():
+            f.close()
+            tmp = os.path.join(self.out, f".{k}.jsonl.tmp")
+            if ok:
+                os.replace(tmp, os.path.join(self.out, f"{k}.jsonl"))
+            else:
+                os.remove(tmp)
+
+
+def check_sample(sample: Sample, check_arguments: str = "unknown") -> Rejection | None:
+    """Tool-N1's filters on one converted sample; None when it is fine."""
+    names = {t.name: t for t in sample.tools}  # no tools at all is fine for a no-call answer
+    for i, call in enumerate(sample.answer):
+        tool = names.get(call.name)
+        if tool is None:
+            return Rejection(
+                "tool_not_in_candidates",
+                f"answer[{i}].name",
+                f"{call.name!r} is not among the candidate tools",
+                sample.id,
+            )
+        if check_arguments == "off":
+            continue
+        props = tool.properties
+        if props and tool.parameters.get("additionalProperties") is not True:
+            unknown = [k for k in call.arguments if k not in props]
+            if unknown:
+                return Rejection(
+                    "unknown_argument",
+                    f"answer[{i}].arguments.{unknown[0]}",
+                    f"{call.name!r} defines no parameter {unknown[0]!r}",
+                    sample.id,
+                )
+        if check_arguments == "strict":
+            missing = [k for k in tool.required if k not in call.arguments]
+            if missing:
+                return Rejection(
+                    "missing_required_argument",
+                    f"answer[{i}].arguments.{missing[0]}",
+                    f"required parameter {missing[0]!r} of {call.name!r} not given",
+                    sample.id,
+                )
+    if not sample.messages or sample.messages[-1]["role"] not in ("user", "tool"):
+        return Rejection(
+            "formatting_inconsistent", "messages", "the prompt must end with a user or tool turn", sample.id
+        )
+    if not any(m["role"] == "user" and m["content"].strip() for m in sample.messages):
+        return Rejection("empty_query", "messages", "no non-empty user turn", sample.id)
+    return None
+
+
+def dedupe_key(sample: Sample) -> bytes:
+    """Identity of a training example: the prompt turns, the offered tool names and the answer multiset."""
+    payload = json.dumps(
+        [sample.messages, sorted(t.name for t in sample.tools), sorted(call_key(c) for c in sample.answer)],
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).digest()
+
+
+def split_of(group: str, seed: int, val_fraction: float) -> str:
+    """Seeded, order-independent split by record, so all steps of one dialogue land on the same side."""
+    h = hashlib.blake2b(f"{seed}:{group}".encode(), digest_size=8).digest()
+    return "val" if int.from_bytes(h, "big") / 2**64 < val_fraction else "train"
+
+
+def irrelevance_variant(sample: Sample) -> Sample | None:
+    """The sample with its answer's tools removed from the candidates, expecting no call (None if no
+    candidate would remain or it already expects no call)."""
+    if not sample.answer:
+        return None
+    used = {c.name for c in sample.answer}
+    tools = [t for t in sample.tools if t.name not in used]
+    if not tools:
+        return None
+    return Sample(
+        id=f"{sample.id}#irrelevant",
+        source=sample.source,
+        category=infer_category(sample.messages, tools, []),
+        messages=sample.messages,
+        tools=tools,
+        answer=[],
+        meta={**sample.meta, "augmented": "irrelevance", "origin": sample.id},
+    )
+
+
+def _convert_options(module: Any, config: PrepareConfig) -> dict[str, Any]:
+    params = inspect.signature(module.convert).parameters
+    return {k: v for k, v in {"no_call_samples": config.no_call_samples}.items() if k in params}
+
+
+def _progress(it: Iterator[RawRecord], desc: str, enabled: bool) -> Iterator[RawRecord]:
+    if not enabled:
+        return it
+    from tqdm import tqdm
+
+    return iter(tqdm(it, desc=desc, unit="rec", mininterval=0.5))
+
+
+def prepare(config: PrepareConfig) -> dict[str, SourceStats]:
+    """Run the pipeline; writes train.jsonl, val.jsonl, rejected.jsonl and stats.json under `config.out`.
+
+    Raises DataFileError (unusable file) or SourceUnavailable (hub offline); record problems never raise.
+    """
+    if config.check_arguments not in CHECK_ARGUMENTS:
+        raise ValueError(f"check_arguments must be one of {CHECK_ARGUMENTS}")
+    if not config.sources:
+        raise ValueError("no sources given")
+    writer = _Writer(config.out)
+    stats: dict[str, SourceStats] = {}
+    seen: dict[bytes, str] = {}
+    ok = False
+    try:
+        for name, spec in config.sources:
+            st = stats.setdefault(name, SourceStats())
+            _run_source(name, spec, config, st, writer, seen)
+        for st in stats.values():
+            st.check()
+        ok = True
+    finally:
+        writer.close(ok)
+    with open(os.path.join(config.out, "stats.json"), "w", encoding="utf-8") as f:
+        json.dump(
+            {
+                "config": _config_dict(config),
+                "sources": {k: v.to_dict() for k, v in stats.items()},
+                "total": total(stats).to_dict(),
+            },
+            f,
+            indent=2,
+        )
+    return stats
+
+
+def _config_dict(config: PrepareConfig) -> dict[str, Any]:
+    d = asdict(config)
+    d["sources"] = [list(x) for x in config.sources]
+    return d
+
+
+def _run_source(
+    name: str, spec: str, config: PrepareConfig, st: SourceStats, writer: _Writer, seen: dict[bytes, str]
+) -> None:
+    module = get_source(name)
+    options = _convert_options(module, config)
+    for n, rec in enumerate(_progress(module.read(spec, split=config.hub_split), name, config.progress)):
+        if config.limit is not None and n >= config.limit:
+            break
+        st.records_in += 1
+        multi = bool(module.is_multi_turn(rec.data))
+        if multi:
+            st.records_multi_turn += 1
+        else:
+            st.records_single_turn += 1
+        try:
+            items = module.convert(rec.data, rec.position, **options)
+        except RecordError as e:
+            st.records_rejected[e.reason] += 1
+            writer.reject(name, rec.position, "record", e.reason, e.field, e.message, raw=rec.data)
+            continue
+        if not items:
+            st.records_rejected["no_tool_call_steps"] += 1
+            writer.reject(
+                name, rec.position, "record", "no_tool_call_steps", "", "the record holds no usable step"
+            )
+            continue
+        # the split key ignores the folder, so moving the input keeps the split
+        group = describe({**rec.position, "file": os.path.basename(str(rec.position.get("file", "")))})
+        kept, first_reason = 0, None
+        for item in _with_augmentation(items, config, st):
+            rej = item if isinstance(item, Rejection) else check_sample(item, config.check_arguments)
+            if rej is None and config.dedupe:
+                key = dedupe_key(item)
+                if key in seen:
+                    rej = Rejection("duplicate", "", f"same prompt, tools and answer as {seen[key]}", item.id)
+                else:
+                    seen[key] = item.id
+            if rej is not None:
+                st.samples_rejected[rej.reason] += 1
+                first_reason = first_reason or rej.reason
+                extra = (
+                    {"sample": item.to_dict()}
+                    if isinstance(item, Sample) and rej.reason != "duplicate"
+                    else {}
+                )
+                writer.reject(
+                    name,
+                    rec.position,
+                    "sample",
+                    rej.reason,
+                    rej.field,
+                    rej.detail,
+                    sample_id=rej.sample_id,
+                    **extra,
+                )
+                continue
+            part = split_of(group, config.seed, config.val_fraction)
+            item.meta.setdefault("position", rec.position)
+            writer.write(part, item.to_json())
+            kept += 1
+            st.samples_kept += 1
+            st.categories[item.category] += 1
+            setattr(st, part, getattr(st, part) + 1)
+            if multi:
+                st.kept_from_multi_turn += 1
+            else:
+                st.kept_from_single_turn += 1
+        if kept:
+            st.records_kept += 1
+        else:
+            st.records_rejected[first_reason or "no_tool_call_steps"] += 1
+
+
+def _with_augmentation(
+    items: list[Sample | Rejection], config: PrepareConfig, st: SourceStats
+) -> Iterator[Sample | Rejection]:
+    for item in items:
+        st.samples_produced += 1
+        yield item
+        if config.irrelevance_augment > 0 and isinstance(item, Sample):
+            # a per-sample RNG keeps the draw independent of input order and of other sources
+            draw = random.Random(f"{config.seed}:{item.id}").random()
+            variant = irrelevance_variant(item) if draw < config.irrelevance_augment else None
+            if variant is not None:
+                st.samples_augmented += 1
+                yield variant

@@ -1,0 +1,190 @@
+"""Selection recipes: R2IF's balanced set and the efficiency paper's policy-based difficulty filter.
+
+- R2IF trains on a balanced 5-category set: equal counts of simple, multiple, parallel,
+  parallel_multiple and irrelevance samples (multi_step is not among them).
+- The difficulty filter (On Effectiveness and Efficiency of Agentic Tool-calling and RL Training,
+  arXiv 2606.00135) samples k rollouts per prompt from a reference policy and drops prompts the policy
+  always or never solves: with a binary reward their GRPO advantages are all zero, so they cost rollout
+  time and teach nothing. The success rate is p = (1/k) * sum_i R_binary(o_i, a*); the prompt is kept
+  when low < p < high (defaults 0 and 1).
+The model sits behind the evaluation harness's generation backend interface
+(`tooltune.evaluation.backends`: `Backend.generate(list[GenerationRequest]) -> list[list[str]]`), so
+a local HF model, an OpenAI-compatible server or a predictions file can play the reference policy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooltune.schema import Sample
+
+logger = logging.getLogger(__name__)
+
+R2IF_CATEGORIES = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
+
+
+def balanced_set(
+    samples: Sequence[Sample],
+    per_category: int | None = None,
+    categories: Sequence[str] = R2IF_CATEGORIES,
+    seed: int = 0,
+) -> tuple[list[Sample], dict[str, Any]]:
+    """Equal counts per category (seeded draw); the count is `per_category` capped by the rarest category.
+
+    Returns the selection (shuffled) and a report {available, selected_per_category, shortfall}.
+    """
+    by_cat: dict[str, list[Sample]] = {c: [] for c in categories}
+    for s in samples:
+        if s.category in by_cat:
+            by_cat[s.category].append(s)
+    available = {c: len(v) for c, v in by_cat.items()}
+    n = min(available.values()) if available else 0
+    if per_category is not None:
+        n = min(n, per_category)
+    shortfall = {
+        c: per_category - k for c, k in available.items() if per_category is not None and k < per_category
+    }
+    if shortfall:
+        logger.warning("balanced set: too few samples in %s; using %d per category", shortfall, n)
+    rng = random.Random(seed)
+    chosen: list[Sample] = []
+    for c in categories:
+        chosen.extend(rng.sample(by_cat[c], n))
+    rng.shuffle(chosen)
+    return chosen, {
+        "available": available,
+        "selected_per_category": n,
+        "shortfall": shortfall,
+        "ignored": len(samples) - sum(available.values()),
+    }
+
+
+@dataclass
+class DifficultyConfig:
+    """Options of the policy-based difficulty filter."""
+
+    k: int = field(default=8, metadata={"help": "rollouts per prompt"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the reference policy"})
+    max_new_tokens: int = field(default=512, metadata={"help": "completion length limit"})
+    template: str = field(default="tool_n1", metadata={"help": "prompt template and output grammar"})
+    history: str = field(default="native", metadata={"help": "multi-turn history: native | context"})
+    low: float = field(default=0.0, metadata={"help": "drop prompts whose success rate is <= low"})
+    high: float = field(default=1.0, metadata={"help": "drop prompts whose success rate is >= high"})
+    batch_size: int = field(default=32, metadata={"help": "prompts per backend call"})
+    seed: int = field(default=0, metadata={"help": "base seed of the rollouts"})
+    require_format: bool = field(
+        default=True, metadata={"help": "count a rollout only if its format is right"}
+    )
+    cache: str | None = field(
+        default=None,
+        metadata={"help": "JSONL of per-prompt rewards appended after each batch; a rerun resumes from it"},
+    )
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+
+
+def _load_cache(path: str | None) -> dict[str, list[float]]:
+    if not path or not os.path.isfile(path):
+        return {}
+    out: dict[str, list[float]] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+                out[str(rec["sample_id"])] = [float(x) for x in rec["rewards"]]
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a crash: that prompt is simply redone
+    return out
+
+
+def policy_rewards(samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig) -> dict[str, list[float]]:
+    """k binary rewards per sample from `backend` (resuming from `cfg.cache`)."""
+    from tooltune.evaluation.backends import GenerationRequest
+    from tooltune.prompts import render_prompt
+    from tooltune.rewards import binary_reward
+
+    done = _load_cache(cfg.cache)
+    todo = [s for s in samples if s.id not in done]
+    if done:
+        logger.info("difficulty filter: %d prompts already scored in %s", len(samples) - len(todo), cfg.cache)
+    from tqdm import tqdm
+
+    with contextlib.ExitStack() as stack:
+        bar = stack.enter_context(
+            tqdm(total=len(todo), desc="difficulty", unit="prompt", disable=not cfg.progress)
+        )
+        cache_f = stack.enter_context(open(cfg.cache, "a", encoding="utf-8")) if cfg.cache else None
+        for start in range(0, len(todo), cfg.batch_size):
+            batch = todo[start : start + cfg.batch_size]
+            # seeds depend on the sample, not its position, so a resumed run draws the same rollouts
+            requests = [
+                GenerationRequest(
+                    messages=render_prompt(s, template=cfg.template, history=cfg.history),
+                    n=cfg.k,
+                    temperature=cfg.temperature,
+                    max_new_tokens=cfg.max_new_tokens,
+                    seed=(cfg.seed * 1_000_003 + zlib.crc32(s.id.encode())) % 2**31,
+                    id=s.id,
+                )
+                for s in batch
+            ]
+            outputs = backend.generate(requests)
+            for s, texts in zip(batch, outputs):
+                answer = [c.to_dict() for c in s.answer]
+                rewards = [
+                    binary_reward(t, answer, template=cfg.template, require_format=cfg.require_format)
+                    for t in texts
+                ]
+                done[s.id] = rewards
+                if cache_f:
+                    cache_f.write(json.dumps({"sample_id": s.id, "rewards": rewards}) + "\n")
+            if cache_f:
+                cache_f.flush()
+            bar.update(len(batch))
+    return done
+
+
+def difficulty_filter(
+    samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig
+) -> tuple[list[Sample], list[dict[str, Any]], dict[str, Any]]:
+    """(kept, rejected records with reason and success rate, stats); every sample lands in one of the two."""
+    rewards = policy_rewards(samples, backend, cfg)
+    kept: list[Sample] = []
+    rejected: list[dict[str, Any]] = []
+    reasons: Counter = Counter()
+    for s in samples:
+        r = rewards.get(s.id) or []
+        rate = sum(r) / len(r) if r else 0.0
+        reason = (
+            "no_rollouts"
+            if not r
+            else "always_solved"
+            if rate >= cfg.high
+            else "never_solved"
+            if rate <= cfg.low
+            else None
+        )
+        if reason:
+            reasons[reason] += 1
+            rejected.append(
+                {"sample_id": s.id, "reason": reason, "success_rate": rate, "sample": s.to_dict()}
+            )
+        else:
+            s.meta["policy_success_rate"] = rate
+            kept.append(s)
+    stats = {
+        "in": len(samples),
+        "kept": len(kept),
+        "rejected": dict(reasons),
+        "k": cfg.k,
+        "mean_success_rate": (sum(sum(v) / len(v) for v in rewards.values() if v) / max(1, len(rewards))),
+    }
+    return kept, rejected, stats
