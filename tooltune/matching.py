@@ -15,7 +15,6 @@ from typing import Any
 
 from tooltune.schema import ToolCall
 
-
 # one encoder reused: json.dumps with keyword arguments builds a new encoder on every call
 _ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
 

@@ -1,0 +1,67 @@
+"""ACEBench scoring rules on the real files: ground truth passes, wrong answers fail, agent skipped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tooltune.cli import main
+from tooltune.evaluation import acebench
+from tooltune.prompts import render_answer
+from tooltune.schema import ToolCall
+
+
+@pytest.fixture(scope="module")
+def samples(shared_data_dir: Path) -> dict[str, tuple[str, object]]:
+    d = shared_data_dir / "acebench"
+    return {s.id: (c, s) for c, s in acebench.load_samples(d, acebench.categories_in(d))}
+
+
+def test_scripted_run_through_the_cli_scores_100_and_skips_agent(tmp_path, shared_data_dir, capsys) -> None:
+    out = tmp_path / "ace"
+    assert main(["eval", "acebench", "--scripted", "--data-dir", str(shared_data_dir / "acebench"),
+                 "--out", str(out), "--no-report"]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    groups = s["per_seed"]["0"]["groups"]
+    assert groups["normal"] == 1.0 and groups["special"] == 1.0 and groups["agent"] is None
+    assert s["scores"]["overall_without_agent"] == 1.0 and "overall" not in s["scores"]
+    assert any("user simulator" in x for x in s["skipped"])
+    assert "skipped: agent_multi_step" in capsys.readouterr().err
+    # a multi-turn conversation is one unit: 50 conversations, not 123 turns
+    assert s["per_seed"]["0"]["categories"]["normal_multi_turn_user_adjust"]["total"] == 50
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "data_special_incomplete.json" in manifest["data_sha256"]
+
+
+def test_string_values_pass_by_normalized_substring_and_types_matter() -> None:
+    assert acebench.value_matches("New York City, NY", "new york")
+    assert not acebench.value_matches("Boston", "new york")
+    assert acebench.value_matches(5.0, 5) and not acebench.value_matches(True, 1)
+    assert acebench.value_matches({"a": ["X-1"]}, {"a": ["x1"]})
+    assert not acebench.value_matches([1, 2], [2, 1])
+
+
+def test_wrong_answers_fail(samples) -> None:
+    cat, s = samples["normal_atom_bool_0"]
+    gold = s.answer[0]
+    assert acebench.score(s, cat, render_answer(s.answer, "tool_n1"), "tool_n1").valid
+    k = next(iter(gold.arguments))
+    for calls in ([ToolCall(gold.name + "x", gold.arguments)], [gold, gold],
+                  [ToolCall(gold.name, {a: b for a, b in gold.arguments.items() if a != k})]):
+        assert not acebench.score(s, cat, render_answer(calls, "tool_n1"), "tool_n1").valid
+    cat, s = samples["special_incomplete_0"]
+    assert not acebench.score(s, cat, "Missing necessary parameters", "tool_n1").valid
+    assert not acebench.score(s, cat, render_answer([gold], "tool_n1"), "tool_n1").valid
+    cat, s = samples["special_irrelevant_0"]
+    assert not acebench.score(s, cat, "Sure, here it is.", "tool_n1").valid
+
+
+def test_a_conversation_fails_when_one_turn_fails() -> None:
+    cat = "normal_multi_turn_user_adjust"
+    recs = [{"id": f"{cat}_0_0", "category": cat, "valid": True},
+            {"id": f"{cat}_0_1", "category": cat, "valid": False},
+            {"id": f"{cat}_1_0", "category": cat, "valid": True}]
+    cats = acebench.scores(recs)["categories"]
+    assert cats[cat] == {"accuracy": 0.5, "correct": 1, "total": 2}

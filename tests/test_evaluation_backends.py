@@ -1,0 +1,170 @@
+"""Backends: replay, scripted, an OpenAI-compatible endpoint on 127.0.0.1, and the tiny local HF model."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tooltune.evaluation.backends import (
+    BackendError,
+    GenerationRequest,
+    HFBackend,
+    MissingPrediction,
+    OpenAIBackend,
+    ReplayBackend,
+    ScriptedBackend,
+    make_backend,
+)
+from tooltune.schema import Sample, ToolCall
+
+MSG = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+class _FakeServer:
+    """A chat/completions endpoint: fails the first `fail_first` calls with 503, then echoes requests."""
+
+    def __init__(self, fail_first: int = 0, status: int = 503, reasoning: bool = False) -> None:
+        self.fail_first, self.status, self.reasoning = fail_first, status, reasoning
+        self.bodies: list[dict] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 (http.server API)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with outer.lock:
+                    outer.bodies.append(body)
+                    failing = len(outer.bodies) <= outer.fail_first
+                if self.path != "/v1/chat/completions" or failing:
+                    self.send_response(404 if self.path != "/v1/chat/completions" else outer.status)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "nope"}')
+                    return
+                user = body["messages"][-1]["content"]
+                # Only one choice per call, as some servers do: the backend must ask again for n > 1.
+                msg = {"role": "assistant", "content": f"echo:{user}:{body.get('seed')}"}
+                if outer.reasoning:
+                    msg["reasoning_content"] = "because"
+                data = json.dumps({"choices": [{"index": 0, "message": msg}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> _FakeServer:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[_FakeServer]:
+    with _FakeServer(fail_first=2) as s:
+        yield s
+
+
+def test_openai_backend_retries_then_answers_all_requests_in_order(server: _FakeServer) -> None:
+    backend = OpenAIBackend(server.url, "m", concurrency=3, retries=3, backoff=0.01, timeout=5)
+    reqs = [GenerationRequest([{"role": "user", "content": f"q{i}"}], seed=i, id=str(i)) for i in range(5)]
+    out = backend.generate(reqs)
+    assert out == [[f"echo:q{i}:{i}"] for i in range(5)]
+    assert len(server.bodies) == 5 + 2  # two 503s were retried
+    assert all(b["model"] == "m" and b["temperature"] == 0.0 and b["max_tokens"] == 512
+               for b in server.bodies)
+
+
+def test_openai_backend_collects_n_choices_and_sends_prefix_as_continuation() -> None:
+    with _FakeServer(reasoning=True) as s:
+        backend = OpenAIBackend(s.url, "m", retries=0, timeout=5)
+        out = backend.generate([GenerationRequest(MSG, n=3, temperature=0.7, prefix="<tool_call>")])
+    assert out == [["<think>because</think>\necho:<tool_call>:None"] * 3]
+    assert [b["n"] for b in s.bodies] == [3, 2, 1]
+    assert s.bodies[0]["continue_final_message"] is True
+    assert s.bodies[0]["messages"][-1] == {"role": "assistant", "content": "<tool_call>"}
+
+
+def test_openai_backend_gives_up_with_a_clear_error() -> None:
+    with _FakeServer(fail_first=100) as s:
+        backend = OpenAIBackend(s.url, "m", retries=2, backoff=0.01, timeout=5)
+        with pytest.raises(BackendError, match=r"request r1: .* after 3 attempt\(s\): HTTP 503"):
+            backend.generate([GenerationRequest(MSG, id="r1")])
+    with _FakeServer(fail_first=100, status=400) as s, pytest.raises(BackendError, match="after 1 attempt"):
+        OpenAIBackend(s.url, "m", retries=5, backoff=0.01, timeout=5).generate([GenerationRequest(MSG)])
+
+
+def test_openai_backend_connection_refused_is_retried_then_reported() -> None:
+    with _FakeServer() as s:
+        url = s.url
+    backend = OpenAIBackend(url, "m", retries=1, backoff=0.01, timeout=2)
+    with pytest.raises(BackendError, match="2 attempt"):
+        backend.generate([GenerationRequest(MSG)])
+
+
+def test_replay_backend_single_and_multi_turn(tmp_path) -> None:
+    path = tmp_path / "p.jsonl"
+    lines = [{"id": "a", "result": "text a"}, {"id": "mt", "result": [["t0s0", "t0s1"], ["t1s0"]]}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    backend = make_backend("replay", predictions=path)
+    assert backend.has("a") and not backend.has("b")
+    got = backend.generate([
+        GenerationRequest(MSG, id="a", n=2),
+        GenerationRequest(MSG, id="mt", meta={"turn": 0, "step": 1}),
+        GenerationRequest(MSG, id="mt", meta={"turn": 1, "step": 3}),
+        GenerationRequest(MSG, id="mt", meta={"turn": 5, "step": 0}),
+    ])
+    assert got == [["text a", "text a"], ["t0s1"], [""], [""]]
+    with pytest.raises(MissingPrediction, match="'b'"):
+        backend.generate([GenerationRequest(MSG, id="b")])
+
+
+def test_replay_backend_names_the_bad_line(tmp_path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"id": "a", "result": "x"}\n{"id": "b"}\n')
+    with pytest.raises(ValueError, match=r"p.jsonl:2: expected an object with 'id' and 'result'"):
+        ReplayBackend(path)
+
+
+def test_scripted_backend_plays_back_ground_truth() -> None:
+    sample = Sample("s1", "test", "simple", MSG, [], [ToolCall("get_weather", {"city": "Paris"})])
+    backend = ScriptedBackend(samples=[sample], template="tool_n1")
+    (text,), = backend.generate([GenerationRequest(MSG, id="s1")])
+    assert '"name": "get_weather"' in text and "<tool_call>" in text
+    backend = ScriptedBackend(lambda r: [r.id or "", "x"])
+    assert backend.generate([GenerationRequest(MSG, id="q", n=2)]) == [["q", "x"]]
+    with pytest.raises(BackendError, match="gave 2 texts"):
+        backend.generate([GenerationRequest(MSG, id="q", n=1)])
+    with pytest.raises(ValueError):
+        make_backend("nope")
+
+
+def test_hf_backend_greedy_is_deterministic_and_seeded_sampling_repeats(tiny_model_dir) -> None:
+    backend = make_backend("hf", model_path=tiny_model_dir, batch_size=2)
+    assert isinstance(backend, HFBackend)
+    reqs = [
+        GenerationRequest(MSG, max_new_tokens=6),
+        GenerationRequest([{"role": "user", "content": "a much longer prompt to force left padding"}],
+                          max_new_tokens=6),
+        GenerationRequest(MSG, n=3, temperature=1.0, max_new_tokens=6, seed=7),
+        GenerationRequest(MSG, max_new_tokens=6, prefix="<think>"),
+    ]
+    first = backend.generate(reqs)
+    assert [len(x) for x in first] == [1, 1, 3, 1]
+    assert backend.generate(reqs) == first
+    # Greedy output of a row does not depend on its batch neighbours (left padding is masked).
+    alone = backend.generate([reqs[0]])
+    assert alone[0] == first[0]
+    assert backend.prompt_text(reqs[3]).endswith("<think>")

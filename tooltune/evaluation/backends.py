@@ -1,0 +1,383 @@
+"""Generation backends behind one interface: local HF model, OpenAI-compatible endpoint, replay, script.
+
+Every consumer (evaluation, the data engineer's difficulty filter, the R2IF CER student) asks for
+completions through `Backend.generate(requests) -> list[list[str]]` (n texts per request), so the same
+evaluation runs against a checkpoint on disk, a vLLM server, a file of raw completions or a scripted
+policy that plays back the ground truth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("hf", "openai", "replay", "scripted")
+
+
+@dataclass
+class GenerationRequest:
+    """One prompt to complete.
+
+    `id` and `meta` do not change what a model sees; they let the replay and scripted backends find
+    the answer for this request (`meta` keys "turn" and "step" address one step of a multi-turn entry).
+    """
+
+    messages: list[dict]
+    n: int = 1
+    temperature: float = 0.0
+    max_new_tokens: int = 512
+    prefix: str = ""
+    seed: int | None = None
+    id: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]: ...
+
+
+class BackendError(RuntimeError):
+    """A backend could not produce completions; the message names the request and the cause."""
+
+
+class MissingPrediction(BackendError, KeyError):
+    """The predictions file has no result for the requested id (or turn/step)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Local Hugging Face model
+
+
+class HFBackend:
+    """Batched generation with a local `transformers` causal LM through its chat template.
+
+    Prompts are left-padded so that every row ends at the generation point. Requests are grouped by
+    their sampling settings (n, temperature, max_new_tokens, seed); each group is generated after
+    `torch.manual_seed(seed)`, so a seeded request gives the same text for the same batch composition.
+    `prefix` is appended after the generation prompt and is not repeated in the output.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        batch_size: int = 8,
+        device: str | None = None,
+        dtype: Any = None,
+        model: Any = None,
+        tokenizer: Any = None,
+        name: str | None = None,
+    ) -> None:
+        if model is None or tokenizer is None:
+            if model_path is None:
+                raise ValueError("HFBackend needs model_path, or both model and tokenizer")
+            from tooltune.models.loading import load_model_and_tokenizer
+
+            model, tokenizer = load_model_and_tokenizer(model_path, dtype=dtype, device=device)
+        elif device is not None:
+            model = model.to(device)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.name = name or f"hf:{model_path or getattr(model, 'name_or_path', 'model')}"
+        eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+        if eos is None:
+            eos = tokenizer.eos_token_id
+        self._warned = False
+        self._stop_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+        if tokenizer.eos_token_id is not None:
+            self._stop_ids.add(tokenizer.eos_token_id)
+
+    def _check_length(self, needed: int) -> None:
+        limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        if isinstance(limit, int) and needed > limit and not self._warned:
+            self._warned = True  # once: long-context benchmarks would repeat it for every batch
+            logger.warning("%s: prompt + max_new_tokens = %d tokens exceeds the model's %d positions",
+                           self.name, needed, limit)
+
+    def prompt_text(self, request: GenerationRequest) -> str:
+        text = self.tokenizer.apply_chat_template(
+            request.messages, tokenize=False, add_generation_prompt=True
+        )
+        return text + request.prefix
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        cut = list(ids)
+        for i, t in enumerate(cut):
+            if t in self._stop_ids:
+                cut = cut[:i]
+                break
+        # Special tokens are kept: the template tags (<think>, <tool_call>) may be special tokens.
+        text = self.tokenizer.decode(cut, skip_special_tokens=False)
+        pad = self.tokenizer.pad_token
+        return text.replace(pad, "") if pad else text
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
+        import torch
+
+        out: list[list[str]] = [[] for _ in requests]
+        groups: dict[tuple, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.n, float(r.temperature), r.max_new_tokens, r.seed), []).append(i)
+        padding_side = self.tokenizer.padding_side
+        self.tokenizer.padding_side = "left"
+        try:
+            for (n, temperature, max_new, seed), idx in groups.items():
+                for start in range(0, len(idx), self.batch_size):
+                    chunk = idx[start : start + self.batch_size]
+                    texts = [self.prompt_text(requests[i]) for i in chunk]
+                    enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+                    enc = {k: v.to(self.model.device) for k, v in enc.items()}
+                    self._check_length(enc["input_ids"].shape[1] + max_new)
+                    if seed is not None:
+                        torch.manual_seed(seed)
+                    kwargs: dict[str, Any] = {"max_new_tokens": max_new, "num_return_sequences": n,
+                                              "pad_token_id": self.tokenizer.pad_token_id}
+                    if temperature > 0:
+                        kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
+                    else:
+                        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+                    with torch.no_grad():
+                        gen = self.model.generate(**enc, **kwargs)
+                    new = gen[:, enc["input_ids"].shape[1] :].tolist()
+                    for j, i in enumerate(chunk):
+                        out[i] = [self._decode(ids) for ids in new[j * n : (j + 1) * n]]
+        finally:
+            self.tokenizer.padding_side = padding_side
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# OpenAI-compatible endpoint (vLLM, SGLang, OpenAI, ...)
+
+
+_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+
+
+class OpenAIBackend:
+    """Chat completions from an OpenAI-compatible server, several requests at once (threads).
+
+    Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried `retries` times
+    with exponential backoff `backoff * 2**attempt` seconds (plus jitter); other HTTP errors fail at
+    once. `prefix` uses vLLM's `continue_final_message` extension (the prefix is sent as a final
+    assistant message and the server continues it). A server that returns fewer than n choices is
+    asked again until n texts are collected. Reasoning returned separately by reasoning parsers
+    (`reasoning_content` / `reasoning`) is put back in front as `<think>...</think>` when
+    `reasoning_tag` is set.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model_name: str,
+        concurrency: int = 8,
+        retries: int = 4,
+        timeout: float = 120.0,
+        api_key: str | None = None,
+        backoff: float = 1.0,
+        reasoning_tag: str | None = "think",
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/chat/completions")
+                                           else "/chat/completions")
+        self.model_name, self.concurrency, self.retries = model_name, max(1, concurrency), max(0, retries)
+        self.timeout, self.api_key, self.backoff = timeout, api_key, backoff
+        self.reasoning_tag, self.extra_body = reasoning_tag, dict(extra_body or {})
+        self.name = f"openai:{model_name}@{base_url}"
+        self._rng = random.Random(0)
+        self._lock = threading.Lock()
+
+    def _payload(self, r: GenerationRequest, n: int) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model_name, "messages": list(r.messages), "n": n,
+                                "temperature": r.temperature, "max_tokens": r.max_new_tokens}
+        if r.seed is not None:
+            body["seed"] = r.seed
+        if r.prefix:
+            body["messages"] = [*r.messages, {"role": "assistant", "content": r.prefix}]
+            body.update(continue_final_message=True, add_generation_prompt=False)
+        body.update(self.extra_body)
+        return body
+
+    def _post(self, body: dict[str, Any], where: str) -> dict[str, Any]:
+        data = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        last = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                with self._lock:
+                    jitter = self._rng.uniform(0, self.backoff)
+                time.sleep(self.backoff * 2 ** (attempt - 1) + jitter)
+            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                    return json.loads(resp.read().decode("utf-8"))
+            except urllib.error.HTTPError as e:
+                detail = e.read()[:300].decode("utf-8", "replace")
+                last = f"HTTP {e.code}: {detail}"
+                if e.code not in _RETRY_STATUS:
+                    break
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                last = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
+            except json.JSONDecodeError as e:
+                last = f"response is not JSON ({e.msg})"
+            logger.warning("%s: attempt %d/%d failed: %s", where, attempt + 1, self.retries + 1, last)
+        raise BackendError(f"{where}: {self.url} failed after {attempt + 1} attempt(s): {last}")
+
+    def _text(self, choice: Mapping[str, Any]) -> str:
+        msg = choice.get("message") or {}
+        text = msg.get("content") or choice.get("text") or ""
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        if reasoning and self.reasoning_tag:
+            text = f"<{self.reasoning_tag}>{reasoning}</{self.reasoning_tag}>\n{text}"
+        return text
+
+    def _one(self, r: GenerationRequest, where: str) -> list[str]:
+        texts: list[str] = []
+        for _ in range(r.n):  # at most n round trips even if each returns a single choice
+            resp = self._post(self._payload(r, r.n - len(texts)), where)
+            choices = resp.get("choices") if isinstance(resp, Mapping) else None
+            if not isinstance(choices, list) or not choices:
+                raise BackendError(f"{where}: response has no choices: {str(resp)[:200]}")
+            texts.extend(self._text(c) for c in choices)
+            if len(texts) >= r.n:
+                break
+        return texts[: r.n]
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
+        wheres = [f"request {r.id if r.id is not None else i}" for i, r in enumerate(requests)]
+        if len(requests) <= 1 or self.concurrency == 1:
+            return [self._one(r, w) for r, w in zip(requests, wheres)]
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            return list(pool.map(self._one, requests, wheres))
+
+
+# --------------------------------------------------------------------------------------------
+# Replay of raw completions and scripted policies
+
+
+def load_predictions(path: str | Path) -> dict[str, Any]:
+    """Read a predictions JSONL file (`{"id": ..., "result": ...}` per line); errors name the line."""
+    preds: dict[str, Any] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
+            if not isinstance(rec, dict) or "id" not in rec or "result" not in rec:
+                raise ValueError(f"{where}: expected an object with 'id' and 'result'")
+            preds[str(rec["id"])] = rec["result"]
+    return preds
+
+
+class ReplayBackend:
+    """Plays back raw completions from a predictions file or mapping id -> result.
+
+    A result is a string (single-turn) or, for multi-turn entries, a list per turn of lists per step
+    of strings (BFCL's result layout), addressed by the request's `meta["turn"]` / `meta["step"]`;
+    a step past the recorded ones replays as "" (no call: the turn ends). Requests for unknown ids
+    raise `MissingPrediction`; use `has(id)` to filter first.
+    """
+
+    def __init__(self, predictions: str | Path | Mapping[str, Any], name: str | None = None) -> None:
+        if isinstance(predictions, Mapping):
+            self.predictions = {str(k): v for k, v in predictions.items()}
+            self.name = name or "replay"
+        else:
+            self.predictions = load_predictions(predictions)
+            self.name = name or f"replay:{Path(predictions).name}"
+
+    def has(self, id_: str) -> bool:
+        return id_ in self.predictions
+
+    def _lookup(self, r: GenerationRequest) -> str:
+        if r.id is None or r.id not in self.predictions:
+            raise MissingPrediction(f"no prediction for id {r.id!r}")
+        result = self.predictions[r.id]
+        if "turn" in r.meta:
+            if isinstance(result, str):
+                raise MissingPrediction(f"id {r.id!r}: a multi-turn request needs a list of turns")
+            turns = result if isinstance(result, list) else []
+            turn = turns[r.meta["turn"]] if r.meta["turn"] < len(turns) else []
+            steps = turn if isinstance(turn, list) else [turn]
+            step = r.meta.get("step", 0)
+            result = steps[step] if step < len(steps) else ""
+        if isinstance(result, list):  # a single-turn result stored as BFCL's one-element list
+            result = result[0] if result else ""
+        return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
+        return [[self._lookup(r)] * r.n for r in requests]
+
+
+class ScriptedBackend:
+    """A policy given as code: `fn(request) -> str | list[str]`, or the ground truth of `samples`.
+
+    With `samples` (tooltune `Sample`s), the answer for request id X is
+    `render_answer(sample.answer, template)` of the sample with id X: the harness test that a
+    perfect model scores 100%.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[GenerationRequest], str | list[str]] | None = None,
+        samples: Iterable[Any] | None = None,
+        template: str = "tool_n1",
+        name: str = "scripted",
+    ) -> None:
+        if (fn is None) == (samples is None):
+            raise ValueError("ScriptedBackend needs exactly one of fn or samples")
+        if samples is not None:
+            from tooltune.prompts import render_answer
+
+            answers = {s.id: render_answer(s.answer, template) for s in samples}
+
+            def fn(r: GenerationRequest) -> str:
+                if r.id not in answers:
+                    raise MissingPrediction(f"no scripted answer for id {r.id!r}")
+                return answers[r.id]
+
+        self.fn, self.name = fn, name
+
+    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
+        out = []
+        for r in requests:
+            got = self.fn(r)
+            texts = [got] * r.n if isinstance(got, str) else list(got)
+            if len(texts) != r.n:
+                raise BackendError(
+                    f"scripted policy gave {len(texts)} texts for request {r.id!r}, wanted {r.n}"
+                )
+            out.append(texts)
+        return out
+
+
+def make_backend(kind: str, **kw: Any) -> Backend:
+    """Build a backend by kind ("hf", "openai", "replay", "scripted"); `kw` go to its constructor."""
+    classes: dict[str, Callable[..., Backend]] = {
+        "hf": HFBackend, "openai": OpenAIBackend, "replay": ReplayBackend, "scripted": ScriptedBackend,
+    }
+    if kind not in classes:
+        raise ValueError(f"unknown backend {kind!r}; expected one of {BACKENDS}")
+    return classes[kind](**kw)

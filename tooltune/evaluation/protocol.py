@@ -1,0 +1,225 @@
+"""Evaluation protocol: controls, seeds (mean ± std), a manifest with every result, resumable verdicts.
+
+The efficiency paper (arXiv 2606.00135) shows tool-calling scores move with the seed, the system prompt,
+how multi-turn history is serialized and whether earlier reasoning is kept; so every such choice is
+an explicit control, written to `manifest.json` beside the scores, and `compare_runs` refuses to call
+two runs comparable when any of them differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import platform
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+PACKAGES = ("tooltune", "bfcl-eval", "torch", "transformers", "trl", "numpy")
+
+COMPARABLE_KEYS = ("benchmark", "categories", "template", "system_prompt_sha256", "controls", "data_sha256",
+                   "seeds", "sampling", "packages.bfcl-eval", "packages.tooltune")
+"""Manifest fields that must be equal for two runs' scores to be comparable (model and backend are
+what a comparison is about, so they may differ)."""
+
+
+@dataclass
+class Controls:
+    """The choices that move tool-calling scores; every one is recorded with the result."""
+
+    template: str = field(default="tool_n1", metadata={"help": "prompt template and output grammar"})
+    system_prompt: str | None = field(default=None, metadata={
+        "help": "system-prompt variant: None = the template's own, a template name (e.g. bfcl_strong) "
+                "or literal text ({tools} is filled in)"})
+    history: str = field(default="native", metadata={
+        "help": "multi-turn history: native (role messages via the chat template) or context "
+                "(one user turn)"})
+    keep_reasoning: bool = field(default=True, metadata={
+        "help": "keep earlier turns' reasoning in the history"})
+    mode: str = field(default="strict", metadata={"help": "format mode of the parser: strict | substring"})
+    name_style: str = field(default="dotted", metadata={
+        "help": "BFCL dotted function names shown/expected as math.factorial (dotted) or math_factorial"})
+
+    def system_text(self) -> str | None:
+        """The system-prompt override passed to render_prompt (a template name resolves to its text)."""
+        from tooltune.prompts import TEMPLATES
+
+        if self.system_prompt is None:
+            return None
+        if self.system_prompt in TEMPLATES:
+            return TEMPLATES[self.system_prompt].system
+        return self.system_prompt
+
+    def system_sha256(self, extra: str = "") -> str:
+        from tooltune.prompts import get_template
+
+        text = self.system_text() or get_template(self.template).system
+        return hashlib.sha256((text + extra).encode()).hexdigest()
+
+
+def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            out[n] = None
+    return out
+
+
+def file_sha256(paths: Iterable[str | os.PathLike]) -> dict[str, str]:
+    """sha256 of each file, keyed by file name (the folder differs between machines)."""
+    out = {}
+    for p in sorted({str(p) for p in paths}):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        out[Path(p).name] = h.hexdigest()
+    return out
+
+
+def build_manifest(
+    benchmark: str,
+    categories: list[str],
+    controls: Controls,
+    seeds: list[int],
+    model: str | None,
+    backend: str,
+    data_files: Iterable[str | os.PathLike],
+    sampling: Mapping[str, Any] | None = None,
+    system_extra: str = "",
+) -> dict[str, Any]:
+    return {
+        "benchmark": benchmark,
+        "categories": list(categories),
+        "model": model,
+        "backend": backend,
+        "template": controls.template,
+        "system_prompt_sha256": controls.system_sha256(system_extra),
+        "controls": asdict(controls),
+        "seeds": list(seeds),
+        "sampling": dict(sampling or {}),
+        "packages": package_versions(),
+        "python": platform.python_version(),
+        "data_sha256": file_sha256(data_files),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Resumable verdict log
+
+
+class VerdictLog:
+    """Append-only `verdicts.jsonl`: one line per (seed, id), flushed as produced.
+
+    Reopening with `resume=True` keeps the finished lines (a torn last line from a crash is dropped)
+    and reports which (seed, id) pairs are done; without resume the file starts empty.
+    """
+
+    def __init__(self, path: str | os.PathLike, resume: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.records: list[dict[str, Any]] = []
+        if resume and self.path.exists():
+            good = []
+            for line in self.path.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    logger.warning("%s: dropping an unfinished line", self.path)
+                    continue
+                if isinstance(rec, dict) and "id" in rec:
+                    good.append(rec)
+            self.records = good
+            self.path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good), "utf-8")
+        else:
+            self.path.write_text("", encoding="utf-8")
+        self.done = {(r.get("seed", 0), r["id"]) for r in self.records}
+        self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (held open while the run appends)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        rec = dict(record)
+        self.records.append(rec)
+        self.done.add((rec.get("seed", 0), rec["id"]))
+        self._f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> VerdictLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Seeds
+
+
+def mean_std(values: list[float]) -> dict[str, float]:
+    """Mean and sample standard deviation (n-1; 0 for one seed)."""
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n}
+
+
+def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    out: dict[str, float] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[key] = float(v)
+    return out
+
+
+def aggregate_seeds(per_seed: Mapping[int, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per metric (flattened dotted keys of each seed's scores): mean ± std over the seeds that have it."""
+    flat = {s: _flatten(v) for s, v in per_seed.items()}
+    keys = sorted({k for f in flat.values() for k in f})
+    return {k: mean_std([f[k] for f in flat.values() if k in f]) for k in keys}
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing runs
+
+
+def _get(d: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        cur = cur.get(part) if isinstance(cur, Mapping) else None
+    return cur
+
+
+def compare_runs(run_a: str | os.PathLike, run_b: str | os.PathLike) -> dict[str, Any]:
+    """Score differences (B - A) of two run folders and the manifest differences that forbid comparing."""
+    loaded = []
+    for run in (run_a, run_b):
+        folder = Path(run)
+        try:
+            manifest = json.loads((folder / "manifest.json").read_text())
+            summary = json.loads((folder / "summary.json").read_text())
+        except FileNotFoundError as e:
+            raise FileNotFoundError(
+                f"{folder}: not an evaluation run folder ({e.filename} missing)") from None
+        loaded.append((manifest, summary))
+    (ma, sa), (mb, sb) = loaded
+    blockers = [{"field": k, "a": _get(ma, k), "b": _get(mb, k)} for k in COMPARABLE_KEYS
+                if _get(ma, k) != _get(mb, k)]
+    info = [{"field": k, "a": ma.get(k), "b": mb.get(k)} for k in ("model", "backend")
+            if ma.get(k) != mb.get(k)]
+    fa, fb = _flatten(sa.get("scores", {})), _flatten(sb.get("scores", {}))
+    diffs = {k: {"a": fa[k], "b": fb[k], "delta": fb[k] - fa[k]} for k in sorted(set(fa) & set(fb))}
+    return {"comparable": not blockers, "blockers": blockers, "differences": info, "scores": diffs}

@@ -1,0 +1,121 @@
+"""Markdown report and PNG bar charts from evaluation run folders (summary.json + manifest.json).
+
+Scores are shown as mean ± std over seeds (in percent). For BFCL a Tool-N1 Table-2-style table is
+added (Non-live: simple, multiple, parallel, parallel multiple, overall; Live: the same; Overall =
+mean of Non-live and Live) next to the current leaderboard's aggregates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+TABLE2_COLUMNS = (
+    ("Non-live simple", "table2.non_live.simple"), ("Non-live multiple", "table2.non_live.multiple"),
+    ("Non-live parallel", "table2.non_live.parallel"),
+    ("Non-live parallel multiple", "table2.non_live.parallel_multiple"),
+    ("Non-live", "table2.non_live.overall"), ("Live simple", "table2.live.simple"),
+    ("Live multiple", "table2.live.multiple"), ("Live parallel", "table2.live.parallel"),
+    ("Live parallel multiple", "table2.live.parallel_multiple"), ("Live", "table2.live.overall"),
+    ("Overall", "table2.overall"),
+)
+LEADERBOARD_COLUMNS = (("Non-live", "leaderboard.non_live"), ("Live", "leaderboard.live"),
+                       ("Hallucination", "leaderboard.hallucination"), ("Relevance", "leaderboard.relevance"),
+                       ("Multi-turn", "leaderboard.multi_turn"), ("Overall", "leaderboard.overall"))
+
+
+def load_run(folder: str | os.PathLike) -> dict[str, Any]:
+    folder = Path(folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    manifest_path = folder / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    return {"folder": folder, "summary": summary, "manifest": manifest}
+
+
+def _cell(mean_std: dict[str, Any], key: str) -> str:
+    v = mean_std.get(key)
+    if v is None:
+        return "–"
+    return f"{100 * v['mean']:.1f}" + (f" ± {100 * v['std']:.1f}" if v["n"] > 1 else "")
+
+
+def _label(run: dict[str, Any]) -> str:
+    m = run["manifest"]
+    return f"{m.get('model') or m.get('backend') or run['folder'].name} ({m.get('template', '?')})"
+
+
+def _table(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
+    lines = ["| Run | " + " | ".join(c for c, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for r in runs:
+        ms = r["summary"].get("mean_std", {})
+        lines.append(f"| {_label(r)} | " + " | ".join(_cell(ms, k) for _, k in columns) + " |")
+    return lines
+
+
+def _categories(mean_std: dict[str, Any]) -> list[str]:
+    keys = [k for k in mean_std if k.startswith("categories.") and k.endswith(".accuracy")]
+    return sorted({k.split(".")[1] for k in keys})
+
+
+def category_chart(run: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Bar chart of per-category accuracy (mean, std as error bars) for one run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ms = run["summary"].get("mean_std", {})
+    cats = _categories(ms)
+    means = [100 * ms[f"categories.{c}.accuracy"]["mean"] for c in cats]
+    stds = [100 * ms[f"categories.{c}.accuracy"]["std"] for c in cats]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(cats) + 2), 4))
+    ax.bar(range(len(cats)), means, yerr=stds, capsize=3, color="#4C72B0")
+    ax.set_xticks(range(len(cats)), cats, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title(f"{run['summary'].get('benchmark', '')}: {_label(run)}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
+def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLike) -> Path:
+    """Markdown with per-category tables (and BFCL's Table-2 and leaderboard tables) plus one PNG per run."""
+    runs = [load_run(d) for d in run_dirs]
+    out = Path(out_md)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["# Evaluation report", ""]
+    bfcl_runs = [r for r in runs if r["summary"].get("benchmark") == "bfcl"]
+    if bfcl_runs:
+        lines += ["## BFCL (Tool-N1 Table 2 columns, %)", "", *_table(bfcl_runs, TABLE2_COLUMNS), ""]
+        lines += ["## BFCL (current leaderboard aggregates, %)", "",
+                  *_table(bfcl_runs, LEADERBOARD_COLUMNS), ""]
+        formulas = bfcl_runs[0]["summary"].get("formulas", {})
+        lines += [f"- **{k}** = {v}" for k, v in formulas.items()] + [""]
+    for i, r in enumerate(runs):
+        ms = r["summary"].get("mean_std", {})
+        cats = _categories(ms)
+        png = out.with_name(f"{out.stem}_{i}_{r['summary'].get('benchmark', 'run')}.png")
+        category_chart(r, png)
+        m = r["manifest"]
+        lines += [f"## {r['summary'].get('benchmark', '')}: {_label(r)}", "",
+                  f"Seeds {r['summary'].get('seeds')}; controls {json.dumps(m.get('controls', {}))}; "
+                  f"system prompt sha256 {str(m.get('system_prompt_sha256', ''))[:12]}", "",
+                  "| Category | Accuracy (%) | Entries |", "|---|---|---|"]
+        for c in cats:
+            total = ms.get(f"categories.{c}.total", {}).get("mean", 0)
+            lines.append(f"| {c} | {_cell(ms, f'categories.{c}.accuracy')} | {total:.0f} |")
+        for key in sorted(k for k in ms if not k.startswith(("categories.", "table2.", "leaderboard."))):
+            lines.append(f"| **{key}** | {_cell(ms, key)} | |")
+        lines += ["", f"![{png.stem}]({png.name})", ""]
+        for s in r["summary"].get("skipped") or []:
+            lines.append(f"- skipped: {s}")
+    out.write_text("\n".join(lines) + "\n")
+    return out

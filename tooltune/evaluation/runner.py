@@ -1,0 +1,205 @@
+"""Run a benchmark over seeds with any backend: prompts -> completions -> verdicts -> summary + manifest.
+
+Output folder: `verdicts.jsonl` (one line per seed and entry: {"id", "category", "valid", "error",
+"seed"}, appended as produced, so an interrupted run loses nothing and `resume=True` skips finished
+entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file, replayable),
+`summary.json` (scores of each seed, mean ± std over seeds, the formulas) and `manifest.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from tooltune.evaluation.backends import Backend, GenerationRequest
+from tooltune.evaluation.bfcl import MULTI_TURN, Verdict
+from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
+
+logger = logging.getLogger(__name__)
+
+BENCHMARKS = ("bfcl", "apibank", "acebench")
+
+
+@dataclass
+class Sampling:
+    temperature: float = 0.0
+    max_new_tokens: int = 512
+    batch_size: int = 32
+
+
+@dataclass
+class Task:
+    """One single-turn item: the prompt to complete and how to score a completion."""
+
+    id: str
+    category: str
+    messages: list[dict[str, Any]]
+    score: Callable[[str], Verdict]
+
+
+@dataclass
+class Prepared:
+    tasks: list[Task]
+    multi_turn: list[Any]
+    scores: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    data_files: list[str]
+    system_extra: str = ""
+    skipped: list[str] | None = None
+
+
+def _render(sample: Any, controls: Controls, extra: str = "") -> list[dict[str, Any]]:
+    from tooltune.prompts import get_template, render_prompt
+
+    system = controls.system_text()
+    if extra:
+        system = (system if system is not None else get_template(controls.template).system) + extra
+    return render_prompt(sample, controls.template, history=controls.history,
+                         keep_reasoning=controls.keep_reasoning, system_prompt=system)
+
+
+def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
+            data_dir: str | os.PathLike | None = None) -> Prepared:
+    """Tasks, multi-turn entries, scorer and data files of `benchmark` under `controls`."""
+    if benchmark == "bfcl":
+        from tooltune.evaluation import bfcl
+
+        cats = bfcl.expand_categories(categories)
+        entries = bfcl.load_entries(cats)
+        scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
+        tasks = [Task(e.id, e.category, _render(bfcl.entry_sample(e, controls.name_style), controls),
+                      (lambda text, e=e: scorer.score(e, text)))
+                 for e in entries if e.category not in MULTI_TURN]
+        multi = [e for e in entries if e.category in MULTI_TURN]
+        return Prepared(tasks, multi, bfcl.scores, bfcl.data_files(cats))
+    if data_dir is None:
+        raise ValueError(f"{benchmark}: pass the data folder (--data-dir), e.g. ../shared/data/{benchmark}")
+    if benchmark == "apibank":
+        from tooltune.evaluation import apibank
+
+        levels = list(apibank.LEVELS) if categories in (None, "all") else (
+            categories.split(",") if isinstance(categories, str) else list(categories))
+        pairs = apibank.load_samples(data_dir, levels)
+        tasks = [Task(s.id, lv, _render(s, controls),
+                      (lambda text, s=s, lv=lv: apibank.score(s, lv, text, controls.template, controls.mode)))
+                 for lv, s in pairs]
+        return Prepared(tasks, [], apibank.scores, apibank.data_files(data_dir, levels))
+    if benchmark == "acebench":
+        from tooltune.evaluation import acebench
+
+        cats = acebench.categories_in(data_dir) if categories in (None, "all") else (
+            categories.split(",") if isinstance(categories, str) else list(categories))
+        skipped = [c for c in cats if c.startswith("agent")]
+        if skipped:
+            logger.warning("%s", acebench.AGENT_SKIP_MESSAGE)
+        pairs = acebench.load_samples(data_dir, cats)
+        extra = acebench.SYSTEM_SUFFIX
+        tasks = [Task(s.id, c, _render(s, controls, extra),
+                      (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)))
+                 for c, s in pairs]
+        kept = [c for c in cats if c not in skipped]
+        return Prepared(tasks, [], acebench.scores, acebench.data_files(data_dir, kept), extra,
+                        [f"{c}: {acebench.AGENT_SKIP_MESSAGE}" for c in skipped])
+    raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
+
+
+def _progress(total: int, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="entry", dynamic_ncols=True)
+
+
+def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
+             log: VerdictLog, partial: bool = False, progress: Any = None,
+             completions: TextIO | None = None) -> None:
+    """Generate and score every unfinished task of one seed; verdicts go to `log` as they come.
+
+    Raw completions go to `completions` (a predictions file: replay it with `--predictions`).
+    """
+    has = getattr(backend, "has", None)
+
+    def record(v: Verdict, result: Any = None) -> None:
+        if completions is not None and result is not None:
+            completions.write(json.dumps({"id": v.id, "result": result}, ensure_ascii=False) + "\n")
+            completions.flush()
+        log.add({**v.to_dict(), "seed": seed})
+        if progress is not None:
+            progress.update(1)
+
+    todo = [t for t in prep.tasks if (seed, t.id) not in log.done]
+    if has is not None:  # replay: entries without a prediction fail (or are skipped with `partial`)
+        for t in [t for t in todo if not has(t.id)]:
+            if not partial:
+                record(Verdict(t.id, t.category, False, "missing_prediction"))
+        todo = [t for t in todo if has(t.id)]
+    for start in range(0, len(todo), sampling.batch_size):
+        chunk = todo[start : start + sampling.batch_size]
+        reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
+                                  max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id) for t in chunk]
+        for t, texts in zip(chunk, backend.generate(reqs)):
+            text = texts[0] if texts else ""
+            record(t.score(text), text)
+    entries = [e for e in prep.multi_turn if (seed, e.id) not in log.done]
+    if has is not None:
+        missing = [e for e in entries if not has(e.id)]
+        for e in missing if not partial else []:
+            record(Verdict(e.id, e.category, False, "missing_prediction"))
+        entries = [e for e in entries if has(e.id)]
+    if entries:
+        from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
+
+        cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+                              controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
+        run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size)
+
+
+def evaluate(
+    benchmark: str,
+    backends: Sequence[tuple[int, Backend]],
+    out_dir: str | os.PathLike,
+    controls: Controls | None = None,
+    categories: Sequence[str] | str | None = None,
+    sampling: Sampling | None = None,
+    data_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    partial: bool = False,
+    model: str | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`."""
+    controls, sampling = controls or Controls(), sampling or Sampling()
+    out = Path(out_dir)
+    prep = prepare(benchmark, categories, controls, data_dir)
+    seeds = [s for s, _ in backends]
+    cats = sorted({t.category for t in prep.tasks} | {e.category for e in prep.multi_turn})
+    manifest = build_manifest(benchmark, cats, controls, seeds, model, ", ".join(b.name for _, b in backends),
+                              prep.data_files, asdict(sampling) | {"partial": partial}, prep.system_extra)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    n_items = len(prep.tasks) + len(prep.multi_turn)
+    with VerdictLog(out / "verdicts.jsonl", resume=resume) as log:
+        bar = _progress(n_items * len(backends) - len(log.done), benchmark) if show_progress else None
+        try:
+            for seed, backend in backends:
+                path = out / f"completions_seed{seed}.jsonl"
+                with open(path, "a" if resume else "w", encoding="utf-8") as f:
+                    run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f)
+        finally:
+            if bar is not None:
+                bar.close()
+        records = list(log.records)
+    per_seed = {s: prep.scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
+    summary = {"benchmark": benchmark, "seeds": seeds, "n_entries": n_items,
+               "scores": {k: v["mean"] for k, v in aggregate_seeds(per_seed).items()},
+               "mean_std": aggregate_seeds(per_seed), "per_seed": {str(s): v for s, v in per_seed.items()},
+               "skipped": prep.skipped or []}
+    if benchmark == "bfcl":
+        from tooltune.evaluation.bfcl import FORMULAS
+
+        summary["formulas"] = FORMULAS
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
