@@ -1,0 +1,90 @@
+# tooltune: two commands to get going.
+#   make demo   create/reuse .venv, install the pinned requirements, run the offline quickstart
+#   make test   create/reuse .venv, install the pinned requirements, lint, run the tests
+# Installation is skipped (in about a second) when .venv already holds exactly the current pins:
+# a stamp file .venv/.installed-<hash of the requirement files and pyproject.toml> records it.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+TORCH_PIN := torch==2.13.0
+# A fresh venv brings the interpreter's bundled pip (23.x here): slower resolver, noisy with local indexes.
+PIP_PIN := pip==26.3
+PYTEST_ARGS ?=
+DEMO_OUT ?= runs/quickstart
+BENCH ?= $(sort $(wildcard bench/*.py))
+
+# Everything that decides what gets installed; any change re-runs the installation.
+REQ_FILES := $(sort $(wildcard requirements/*.txt)) pyproject.toml
+REQ_HASH := $(shell cat $(REQ_FILES) 2>/dev/null | sha256sum | cut -c1-16)
+STAMP := $(VENV)/.installed-$(REQ_HASH)
+
+.PHONY: help venv test lint demo bench lock clean distclean
+
+help:
+	@echo "make demo    install pinned requirements into $(VENV) and run 'tooltune quickstart --out $(DEMO_OUT)'"
+	@echo "make test    install pinned requirements into $(VENV), run ruff and pytest"
+	@echo "make lint    ruff check tooltune tests bench"
+	@echo "make bench   run the benchmarks in bench/*.py (BENCH='bench/x.py ...' to choose)"
+	@echo "make lock    rewrite requirements/lock.txt from the packages now in $(VENV)"
+	@echo "make clean   remove caches and run outputs (keeps $(VENV)); make distclean also removes $(VENV)"
+
+venv: $(STAMP)
+
+# torch goes first and on its own so that `torch==2.13.0` resolves to the local CPU wheel (find-links)
+# before anything that depends on torch could pull a CUDA build. requirements/bfcl.txt holds what the
+# official BFCL checker really imports; requirements/bfcl-nodeps.txt the packages whose declared
+# dependencies must NOT be installed (bfcl-eval pins ~150 packages, including another torch).
+$(STAMP):
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet $(PIP_PIN)
+	$(PIP) install --quiet $(TORCH_PIN)
+	$(PIP) install --quiet -r requirements/lock.txt
+	@if [ -f requirements/bfcl.txt ]; then \
+		echo "$(PIP) install -r requirements/bfcl.txt"; \
+		$(PIP) install --quiet -r requirements/bfcl.txt; fi
+	@if [ -f requirements/bfcl-nodeps.txt ]; then \
+		echo "$(PIP) install --no-deps -r requirements/bfcl-nodeps.txt"; \
+		$(PIP) install --quiet --no-deps -r requirements/bfcl-nodeps.txt; fi
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+lint: $(STAMP)
+	$(BIN)/ruff check tooltune tests $(wildcard bench)
+
+test: lint
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(BIN)/tooltune quickstart --out $(DEMO_OUT)
+
+bench: $(STAMP)
+	@set -e; for f in $(BENCH); do echo "== $$f"; $(BIN)/python $$f; done
+
+# Pins everything in .venv except tooltune itself, pip, and what the bfcl files pin (bfcl-eval's
+# declared dependencies must stay out of the lock, and its checker's deps are kept in their own file).
+# torch loses its local '+cpu' label so the pin stays portable.
+lock: $(BIN)/python
+	@{ echo "# Full lock of the tested environment (pip freeze --all of .venv, minus tooltune, pip, bfcl*.txt)."; \
+	   echo "# Regenerate with: make lock. torch is pinned without '+cpu' so a CUDA machine gets its own build."; \
+	   exclude='^(tooltune|pip|bfcl[-_.]eval)=='; \
+	   for n in $$(cat $(wildcard requirements/bfcl*.txt) /dev/null | grep -v '^\s*#' \
+	               | sed -E 's/[=<>~!; ].*//; s/[-_.]/[-_.]/g' | grep .); do \
+	     exclude="$$exclude|^$$n=="; done; \
+	   $(PIP) freeze --all --exclude-editable | grep -v -i -E "$$exclude" | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
+	 } > requirements/lock.txt.new
+	@mv requirements/lock.txt.new requirements/lock.txt
+	@echo "wrote requirements/lock.txt ($$(grep -vc '^#' requirements/lock.txt) pins)"
+
+clean:
+	rm -rf runs/quickstart .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	find tooltune tests $(wildcard bench) -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,52 @@
+"""Shared pytest fixtures: repository paths, the benchmark data folder, and a tiny offline model.
+
+Tests never reach a model or dataset hub: the Hugging Face offline flags are forced here, before any
+test module imports transformers. Torch uses 2 threads (the CI machines have 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        import torch
+    except ImportError:  # lint-only environments
+        return
+    torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    """The repository root (the folder holding pyproject.toml)."""
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_data_dir() -> Path:
+    """Benchmark data kept beside the project: $TOOLTUNE_SHARED_DATA, else ../shared/data."""
+    env = os.environ.get("TOOLTUNE_SHARED_DATA")
+    path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    if not path.is_dir():
+        pytest.skip(f"benchmark data not found at {path} (set TOOLTUNE_SHARED_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test-size tiny model + tokenizer (built once per session), loadable with from_pretrained."""
+    from tooltune.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_model"), size="test", seed=0)

@@ -1,0 +1,138 @@
+"""`tooltune` command line: a thin dispatcher over the command groups.
+
+Each group lives in its own module exposing `register(subparsers) -> None`, which adds the group's
+parser and sets `func=handler`. Modules are imported only if they exist in this build; handlers import
+heavy libraries (torch, trl, bfcl) lazily, so `tooltune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from tooltune import __version__
+
+logger = logging.getLogger(__name__)
+
+# group name -> (module providing register(), one-line description shown by `tooltune --help`)
+GROUPS: dict[str, tuple[str, str]] = {
+    "data": ("tooltune.data.commands",
+             "Convert, filter, split and export tool-calling datasets (xLAM, ToolACE, BFCL, synthetic)."),
+    "train": ("tooltune.training.commands",
+              "Train with GRPO + verifiable rewards on TRL: rollout filtering, down-sampling, SFT."),
+    "eval": ("tooltune.evaluation.commands",
+             "Evaluate a model on BFCL (official checker), API-Bank and ACEBench over seeds and controls."),
+    "report": ("tooltune.training.report",
+               "Summarise training logs and evaluation results into tables and plots."),
+    "quickstart": ("tooltune.quickstart.commands",
+                   "Run the whole pipeline offline on a tiny model in minutes: data, SFT, GRPO, evaluation."),
+    "bench": ("tooltune.bench_commands", "Run the benchmarks in bench/ and print measured ratios."),
+}
+
+EXIT_UNAVAILABLE = 2
+
+
+def _is_missing(err: ImportError, module: str) -> bool:
+    """True when `err` says `module` itself (or a parent package of it) does not exist.
+
+    An ImportError raised while importing one of the module's *dependencies* (say `trl`, or a sibling
+    tooltune module) names that dependency instead, and must not be mistaken for an absent feature.
+    """
+    name = getattr(err, "name", None)
+    if not isinstance(err, ModuleNotFoundError) or not name:
+        return False
+    return module == name or module.startswith(name + ".")
+
+
+def _placeholder(subparsers: argparse._SubParsersAction, group: str, description: str, reason: str) -> None:
+    parser = subparsers.add_parser(group, help=description, description=f"{description}\n\n{reason}")
+
+    def unavailable(_args: argparse.Namespace) -> int:
+        print(f"tooltune {group}: {reason}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+    # Whatever follows the group name is accepted, so the user sees why the group is unavailable
+    # rather than an argument error.
+    parser.set_defaults(func=unavailable, _accepts_any_args=True)
+
+
+def _register_group(
+    subparsers: argparse._SubParsersAction, group: str, module: str, description: str
+) -> None:
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:
+        if _is_missing(e, module):
+            reason = f"not available in this build ({module} is missing)."
+            _placeholder(subparsers, group, description, reason)
+        else:
+            # The group exists but something it needs is not installed: say so instead of hiding it.
+            logger.debug("importing %s failed", module, exc_info=True)
+            _placeholder(subparsers, group, description,
+                         f"cannot be loaded: importing {module} failed with {type(e).__name__}: {e}. "
+                         "Install the pinned requirements (make test / make demo set up .venv).")
+        return
+    mod.register(subparsers)
+    if group not in subparsers.choices:
+        logger.warning("%s.register() did not add a %r command", module, group)
+        return
+    # Keep `tooltune --help` documented even when a module registers its parser without help text
+    # (argparse lists a sub-command only when add_parser() was given help=).
+    listed = [c for c in subparsers._choices_actions if c.dest == group]
+    if not listed:
+        subparsers._choices_actions.append(subparsers._ChoicesPseudoAction(group, (), description))
+    elif not listed[0].help:
+        listed[0].help = description
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full `tooltune` parser with every command group registered (or a placeholder for it)."""
+    parser = argparse.ArgumentParser(
+        prog="tooltune",
+        description="Train tool-calling language models with GRPO and verifiable rewards "
+        "(Tool-N1, R2IF, efficient tool-calling RL) and evaluate them fairly.",
+        epilog="Run `tooltune <group> --help` for the commands of a group. See README.md.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more logging: -v for INFO, -vv for DEBUG (default: WARNING)")
+    parser.add_argument("--version", action="version", version=f"tooltune {__version__}")
+    subparsers = parser.add_subparsers(dest="group", metavar="{" + ",".join(GROUPS) + "}")
+    for group, (module, description) in GROUPS.items():
+        _register_group(subparsers, group, module, description)
+    parser.set_defaults(_group_parsers=subparsers.choices)
+    return parser
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    logging.basicConfig(level=level, format=fmt, datefmt="%H:%M:%S")
+    logging.getLogger().setLevel(level)  # also when a host (pytest, a notebook) installed handlers first
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `tooltune` console script; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Logging is set up before the groups are imported so that -v shows why a group failed to load;
+    # only the flags before the group name are global.
+    head = argv[: next((i for i, a in enumerate(argv) if a in GROUPS), len(argv))]
+    _configure_logging(sum(2 if a == "-vv" else 1 for a in head if a in ("-v", "--verbose", "-vv")))
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "_accepts_any_args", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    func = getattr(args, "func", None)
+    if func is None:
+        # A group given without a sub-command prints that group's help; nothing given prints the top help.
+        sub = args._group_parsers.get(args.group) if args.group else None
+        (sub or parser).print_help()
+        return 0 if args.group is None else EXIT_UNAVAILABLE
+    result = func(args)
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

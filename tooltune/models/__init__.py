@@ -1,0 +1,24 @@
+"""Models: the offline tiny model builder and the loader shared by every command.
+
+- `build_tiny_model(out_dir, size, seed, corpus)`: Qwen2 causal LM + locally trained byte-level BPE
+  tokenizer with a ChatML template (generation markers for assistant-only loss), saved as a normal
+  Hugging Face directory.
+- `load_model_and_tokenizer(name_or_path, dtype, device)`: local directory or Hub id, clear offline errors.
+"""
+
+from tooltune.models.loading import ModelLoadError, load_model_and_tokenizer
+from tooltune.models.tiny import SIZES, TinySize, build_tiny_model
+from tooltune.models.tokenizer import CHAT_TEMPLATE, EOS_TOKEN, PAD_TOKEN, SPECIAL_TOKENS, TAG_TOKENS
+
+__all__ = [
+    "CHAT_TEMPLATE",
+    "EOS_TOKEN",
+    "PAD_TOKEN",
+    "SIZES",
+    "SPECIAL_TOKENS",
+    "TAG_TOKENS",
+    "ModelLoadError",
+    "TinySize",
+    "build_tiny_model",
+    "load_model_and_tokenizer",
+]

@@ -1,0 +1,100 @@
+"""Load a causal LM and its tokenizer from a local directory or a Hugging Face Hub id.
+
+One function so that every command (train, eval, quickstart) resolves models the same way and explains
+the same way why a model cannot be loaded on an offline machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+class ModelLoadError(RuntimeError):
+    """A model or tokenizer could not be loaded; the message says why and what to do."""
+
+
+def _offline() -> bool:
+    flags = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in flags)
+
+
+def _resolve_dtype(dtype: Any) -> Any:
+    import torch
+
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str):
+        if dtype == "auto":
+            return "auto"
+        if dtype in _DTYPES:
+            return getattr(torch, dtype)
+    raise ValueError(f"dtype must be a torch.dtype or one of {_DTYPES}, got {dtype!r}")
+
+
+def load_model_and_tokenizer(
+    name_or_path: str | Path,
+    dtype: Any = None,
+    device: str | None = None,
+    padding_side: str | None = None,
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any]:
+    """Return `(model, tokenizer)` for a local model directory or a Hub id such as `Qwen/Qwen2.5-3B-Instruct`.
+
+    Args:
+        name_or_path: a directory holding `config.json` + weights + tokenizer files (e.g. from
+            `build_tiny_model` or `hf download <id> --local-dir <dir>`), or a Hub model id.
+        dtype: `None` (the library default, float32), `"auto"` (the checkpoint's dtype), `"float32"`,
+            `"float16"`, `"bfloat16"` or a `torch.dtype`.
+        device: e.g. `"cpu"`, `"cuda"`, `"cuda:1"`; `None` leaves the model where it was loaded (CPU).
+        padding_side: set on the tokenizer when given (`"left"` for batched generation).
+        trust_remote_code: passed through; keep False unless you trust the checkpoint's code.
+
+    A tokenizer without a pad token gets its eos token as pad token. Hub ids are fetched (or taken from
+    the local cache) by `transformers`; with `HF_HUB_OFFLINE=1` only the cache is consulted. Failures
+    raise `ModelLoadError` stating whether the path is missing, the Hub unreachable, or files incomplete.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    source = str(name_or_path)
+    path = Path(source).expanduser()
+    is_local = path.is_dir()
+    if not is_local and (path.exists() or source.startswith((".", "/", "~")) or source.count("/") > 1):
+        raise ModelLoadError(f"model path {source!r} is not a directory holding a saved model")
+    if is_local and not (path / "config.json").is_file():
+        raise ModelLoadError(f"model directory {source!r} has no config.json (not a saved HF model?)")
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    resolved = _resolve_dtype(dtype)
+    if resolved is not None:
+        kwargs["dtype"] = resolved
+    target = str(path) if is_local else source
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(target, **kwargs)
+    except OSError as e:
+        if is_local:
+            raise ModelLoadError(f"could not load the model in {source!r}: {e}") from e
+        hint = (
+            "the Hugging Face Hub is disabled here (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set) and the "
+            "model is not in the local cache" if _offline() else
+            "it is not a local directory and could not be fetched from the Hugging Face Hub (no network?)"
+        )
+        raise ModelLoadError(
+            f"cannot load model {source!r}: {hint}. On a machine with Hub access run "
+            f"`hf download {source} --local-dir <dir>`, copy <dir> here and pass its path instead. "
+            f"(transformers said: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        ) from e
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if padding_side is not None:
+        tokenizer.padding_side = padding_side
+    if device is not None:
+        model = model.to(device)
+    logger.info("loaded %s (%s, dtype %s) on %s", source, type(model).__name__, model.dtype, model.device)
+    return model, tokenizer
