@@ -144,8 +144,23 @@ def _too_deep(s: str) -> bool:
     return _nesting_depth(s, MAX_DEPTH) > MAX_DEPTH
 
 
+# one decoder reused: json.loads with hooks builds a new decoder on every call
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+
+
 def _loads(s: str) -> Any:
-    return json.loads(s, object_pairs_hook=_unique_pairs, parse_constant=_reject_constant)
+    return _DECODER.decode(s)
+
+
+def _value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether a decoded JSON value nests containers deeper than `limit` (stops at the limit)."""
+    if limit < 0:
+        return True
+    if isinstance(value, dict):
+        return any(_value_too_deep(v, limit - 1) for v in value.values() if isinstance(v, (dict, list)))
+    if isinstance(value, list):
+        return any(_value_too_deep(v, limit - 1) for v in value if isinstance(v, (dict, list)))
+    return False
 
 
 def _decode_json_calls(block: str, strict: bool = True) -> tuple[list[ToolCall] | None, str | None]:
@@ -153,14 +168,17 @@ def _decode_json_calls(block: str, strict: bool = True) -> tuple[list[ToolCall] 
     b = block.strip()
     if not b:
         return None, "empty call block"
-    if _too_deep(b):
-        return None, f"nesting deeper than {MAX_DEPTH}"
     try:
-        data = _loads(b)
+        data = _loads(b)  # the C decoder guards its own recursion (RecursionError, caught below)
     except _DuplicateKey as e:
         return None, f"call block has a {e}"
-    except (ValueError, RecursionError) as e:
+    except RecursionError:
+        return None, f"nesting deeper than {MAX_DEPTH}"
+    except ValueError as e:
         return None, f"call block is not valid JSON ({str(e)[:80]})"
+    # counting brackets runs at C speed; only blocks that could be too deep pay for the walk
+    if b.count("[") + b.count("{") > MAX_DEPTH and _value_too_deep(data, MAX_DEPTH - 1):
+        return None, f"nesting deeper than {MAX_DEPTH}"
     return _calls_from_json(data, strict)
 
 

@@ -1,0 +1,24 @@
+"""Rewards for tool-calling RL: Tool-N1 binary (and its ablations), ToolRL-style, R2IF (CER, SMV).
+
+Public entry points:
+- `binary_reward(completion, answer, template="tool_n1", format_mode="strict", require_format=True)`
+- `get_reward(name, **params)` and `REWARDS` (the registry), `PRESETS` (the papers' compositions)
+- `CompositeReward(components={name: weight}, template=..., **params)` -> {component: value, "score": ...}
+- `TRLRewardFunction(composite)` (TRL batched signature), `tooltune.training.verl.compute_score` (verl)
+Heavy dependencies (sentence-transformers, the student model) load only when SMV / CER score.
+"""
+
+from tooltune.rewards.adapters import TRLRewardFunction
+from tooltune.rewards.binary import binary_reward
+from tooltune.rewards.composite import CompositeReward
+from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, register_reward
+
+__all__ = [
+    "PRESETS",
+    "REWARDS",
+    "CompositeReward",
+    "TRLRewardFunction",
+    "binary_reward",
+    "get_reward",
+    "register_reward",
+]

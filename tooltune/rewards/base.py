@@ -1,0 +1,175 @@
+"""What every reward shares: input coercion, one parse per completion, and the never-raise contract.
+
+A reward is a small picklable object (configuration only, no closures) with
+- `score(text, gold, ctx, **columns) -> float`: the equation; may assume clean inputs;
+- `__call__(completion, answer, **columns) -> float`: the safe entry point: it coerces the completion
+  (a string or TRL's conversational `[{"role": "assistant", "content": ...}]`) and the ground truth
+  (ToolCalls, dicts, or a JSON string), and turns any exception into the reward's floor value
+  (`lo`), logging it, because a crashed reward would stop a training run on one hostile string;
+- `batch(completions, answers, **columns) -> list[float]`: many at once (CER and SMV override it to
+  make one batched student / embedding call per training batch).
+
+`ParseCache` lets a composite parse each completion once per (template, mode) for all components.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tooltune.parsing import MODES, grammar_of, parse_completion
+from tooltune.schema import Parsed, ToolCall, calls_from_any
+
+logger = logging.getLogger(__name__)
+
+LENIENT = "lenient"
+"""ParseCache mode reading only the calls: the last call block, whatever surrounds it (no format term)."""
+
+# The substring grammar still wants the reasoning tags present; a correctness-only read must not, so
+# a lenient read parses the text behind an empty reasoning block. Only the calls of that parse are used.
+_REASONING_STUB = {"tool_n1": "<think></think>", "r2if": "<reason></reason>"}
+
+
+def completion_text(completion: Any) -> str:
+    """The assistant text of a completion given as a string or as TRL conversational messages."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Mapping):
+        content = completion.get("content", "")
+        return content if isinstance(content, str) else ""
+    if isinstance(completion, Sequence):
+        # Conversational completions: concatenate assistant contents (normally exactly one message).
+        parts = [m.get("content") for m in completion if isinstance(m, Mapping)]
+        return "".join(p for p in parts if isinstance(p, str))
+    return "" if completion is None else str(completion)
+
+
+def gold_calls(answer: Any) -> list[ToolCall]:
+    """Ground truth as ToolCalls; raises SchemaError on a malformed answer (a data error, not model output).
+
+    A JSON-string answer (TRL rows, verl) is decoded once and shared by the n rollouts of its prompt;
+    the returned list is shared too, so callers must not mutate it.
+    """
+    if type(answer) is str:
+        return _gold_from_json(answer)
+    if isinstance(answer, list) and all(isinstance(c, ToolCall) for c in answer):
+        return answer
+    return calls_from_any(answer)
+
+
+@functools.lru_cache(maxsize=8192)
+def _gold_from_json(answer: str) -> list[ToolCall]:
+    return calls_from_any(answer)
+
+
+def load_json_column(value: Any) -> Any:
+    """Dataset columns `tools` and `meta` arrive as JSON strings in TRL rows and as objects elsewhere."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else None
+        except json.JSONDecodeError:
+            return None
+    return value
+
+
+class ParseCache:
+    """Parses a completion once per (template, mode) for every component of a composite."""
+
+    __slots__ = ("text", "_parsed")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._parsed: dict[tuple[str, str], Parsed] = {}
+
+    def get(self, template: str, mode: str = "strict") -> Parsed:
+        key = (template, mode)
+        parsed = self._parsed.get(key)
+        if parsed is None:
+            if mode == LENIENT:
+                stub = _REASONING_STUB.get(grammar_of(template), "")
+                parsed = parse_completion(stub + self.text, template=template, mode="substring")
+            else:
+                parsed = parse_completion(self.text, template=template, mode=mode)
+            self._parsed[key] = parsed
+        return parsed
+
+
+def check_template(template: str, format_mode: str, where: str) -> None:
+    """Configuration errors surface at construction, not as silent zeros during training."""
+    try:
+        grammar_of(template)
+    except ValueError as e:
+        raise ValueError(f"{where}.template: {e}") from None
+    if format_mode not in MODES:
+        raise ValueError(f"{where}.format_mode: expected one of {MODES}, got {format_mode!r}")
+
+
+class Reward:
+    """Base class: subclasses set `name`, `lo`, `hi` and implement `score`."""
+
+    name = "reward"
+    lo = 0.0
+    hi = 1.0
+
+    def __init__(self, template: str = "tool_n1", format_mode: str = "strict") -> None:
+        check_template(template, format_mode, type(self).__name__)
+        self.template = template
+        # The grammar, not the template name, is what parsing needs: resolved now, so that a reward
+        # unpickled in another process does not depend on prompt-template aliases registered there.
+        self.grammar = grammar_of(template)
+        self.format_mode = format_mode
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({fields})"
+
+    def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
+        raise NotImplementedError
+
+    def parsed(self, ctx: ParseCache) -> Parsed:
+        return ctx.get(self.grammar, self.format_mode)
+
+    def safe_score(self, ctx: ParseCache, answer: Any, **columns: Any) -> float:
+        try:
+            value = float(self.score(ctx, gold_calls(answer), **columns))
+        except Exception as e:  # the contract: a reward never stops training
+            logger.warning(
+                "reward %s failed (%s: %.200s); scoring %s", self.name, type(e).__name__, e, self.lo
+            )
+            return self.lo
+        if not (self.lo <= value <= self.hi):  # NaN also lands here
+            logger.warning("reward %s out of range (%r); clamped", self.name, value)
+            value = self.lo if value != value else min(max(value, self.lo), self.hi)
+        return value
+
+    def __call__(self, completion: Any, answer: Any, **columns: Any) -> float:
+        return self.safe_score(ParseCache(completion_text(completion)), answer, **columns)
+
+    def batch(
+        self, completions: Sequence[Any], answers: Sequence[Any], **columns: Sequence[Any]
+    ) -> list[float]:
+        """Score many completions; `columns` hold one value per completion (TRL's batched layout)."""
+        ctxs = [ParseCache(completion_text(c)) for c in completions]
+        return self.batch_ctx(ctxs, answers, **columns)
+
+    def batch_ctx(
+        self, ctxs: Sequence[ParseCache], answers: Sequence[Any], **columns: Sequence[Any]
+    ) -> list[float]:
+        return [
+            self.safe_score(ctx, a, **row_columns(columns, i))
+            for i, (ctx, a) in enumerate(zip(ctxs, answers))
+        ]
+
+
+def row_columns(columns: Mapping[str, Any], i: int) -> dict[str, Any]:
+    """The i-th row of batched columns; scalars (e.g. `trainer_state`) pass through unchanged."""
+    out = {}
+    for k, v in columns.items():
+        if isinstance(v, (list, tuple)):
+            out[k] = v[i] if i < len(v) else None
+        else:
+            out[k] = v
+    return out

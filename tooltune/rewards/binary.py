@@ -1,0 +1,108 @@
+"""Tool-N1 binary reward (Nemotron-Research-Tool-N1, arXiv 2505.00024, Eq. 4).
+
+    r(c, a*) = 1   if format_ok(c) and calls(c) == a*
+               0   otherwise
+
+`format_ok` is the parser's verdict (`tooltune.parsing.parse_completion`, which owns the grammar):
+under `strict` for `tool_n1`, exactly one `<think>…</think>` with non-empty reasoning followed by
+exactly one `<tool_call>…</tool_call>` holding a JSON list of {"name", "arguments"} objects (or one
+such object), nothing but whitespace around; `[]` is an explicit "no call". `substring` reproduces the
+original scorer (tags anywhere, last call block counts) for comparison. For `r2if` the format is one
+`<reason>` block then one `<tool>` block, and the fixed rejection text inside `<tool>` is an explicit
+"no call" (correct exactly when the answer is empty).
+
+`calls(c) == a*` is `tooltune.matching.calls_match`: a multiset comparison, order-free over calls and
+argument keys, values compared as typed JSON values ("5" != 5, 5 != 5.0, true != 1).
+
+`require_format=False` drops the format term: the Tool-N1 ablation "binary without reasoning format"
+and the multi-turn recipe of the efficiency paper (tool-call correctness only). The calls are then
+read leniently (the last call block, whatever surrounds it) so that only correctness counts.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tooltune.matching import calls_match
+from tooltune.parsing import parse_completion
+from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls
+from tooltune.schema import Parsed, ToolCall
+
+logger = logging.getLogger(__name__)
+
+
+def calls_correct(parsed: Parsed, gold: list[ToolCall]) -> bool:
+    """Whether the decoded calls equal the ground truth (no call block decoded -> False)."""
+    if parsed.calls is None:
+        return False
+    return bool(calls_match(parsed.calls, gold))
+
+
+def binary_from_parses(
+    ctx: ParseCache, gold: list[ToolCall], template: str, format_mode: str, require_format: bool
+) -> float:
+    if require_format:
+        parsed = ctx.get(template, format_mode)
+        return 1.0 if parsed.format_ok and calls_correct(parsed, gold) else 0.0
+    return 1.0 if calls_correct(ctx.get(template, LENIENT), gold) else 0.0
+
+
+def binary_reward(
+    completion: Any,
+    answer: Any,
+    template: str = "tool_n1",
+    format_mode: str = "strict",
+    require_format: bool = True,
+) -> float:
+    """Tool-N1 binary reward: 1.0 when the format is right and the calls equal `answer`, else 0.0.
+
+    `completion` is the assistant text (or TRL conversational messages); `answer` is a list of
+    ToolCall, a list of {"name", "arguments"} dicts, or that list as a JSON string. Never raises.
+    """
+    try:
+        text = completion if type(completion) is str else completion_text(completion)
+        if require_format:  # the hot path of training: one parse, one comparison, nothing else
+            parsed = parse_completion(text, template, format_mode)
+            if not parsed.format_ok or parsed.calls is None:
+                return 0.0  # no need to decode the ground truth
+            return 1.0 if calls_match(parsed.calls, gold_calls(answer)) else 0.0
+        return 1.0 if calls_correct(ParseCache(text).get(template, LENIENT), gold_calls(answer)) else 0.0
+    except Exception as e:  # pragma: no cover - the parser and matcher are designed not to raise
+        logger.warning("binary_reward failed (%s: %.200s); scoring 0", type(e).__name__, e)
+        return 0.0
+
+
+class BinaryReward(Reward):
+    """Registry form of `binary_reward` (range {0, 1})."""
+
+    name = "binary"
+
+    def __init__(
+        self, template: str = "tool_n1", format_mode: str = "strict", require_format: bool = True
+    ) -> None:
+        super().__init__(template, format_mode)
+        self.require_format = bool(require_format)
+
+    def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
+        return binary_from_parses(ctx, gold, self.grammar, self.format_mode, self.require_format)
+
+
+class CorrectnessReward(BinaryReward):
+    """Tool-call correctness only (no format term): `binary` with require_format=False."""
+
+    name = "correctness"
+
+    def __init__(
+        self, template: str = "tool_n1", format_mode: str = "strict", require_format: bool = False
+    ) -> None:
+        super().__init__(template, format_mode, require_format)
+
+
+class FormatReward(Reward):
+    """The format verdict alone, 1.0 or 0.0: logged next to the others to watch format drift."""
+
+    name = "format"
+
+    def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
+        return 1.0 if self.parsed(ctx).format_ok else 0.0
