@@ -56,6 +56,8 @@ def test_verl_rows_and_parquet(samples, tmp_path: Path):
         from tooltune.prompts import render_answer
 
         assert binary_reward(render_answer(s.answer, "tool_n1"), gold) == 1.0
+        # the rendered prompt travels in extra_info too: verl gives compute_score nothing else
+        assert rec["extra_info"]["prompt"] == rec["prompt"] and rec["prompt"][-1]["role"] in ("user", "tool")
 
 
 def test_jsonl_export_round_trip(samples, tmp_path: Path):

@@ -92,16 +92,13 @@ def to_verl_rows(
     rows = []
     for i, s in enumerate(samples):
         answer = _answer_json(s)
+        prompt = render_prompt(
+            s, template=template, history=history, keep_reasoning=keep_reasoning, system_prompt=system_prompt
+        )
         rows.append(
             {
                 "data_source": data_source or f"tooltune/{s.source or 'unknown'}",
-                "prompt": render_prompt(
-                    s,
-                    template=template,
-                    history=history,
-                    keep_reasoning=keep_reasoning,
-                    system_prompt=system_prompt,
-                ),
+                "prompt": prompt,
                 "ability": VERL_ABILITY,
                 "reward_model": {"style": "rule", "ground_truth": answer},
                 "extra_info": {
@@ -112,6 +109,8 @@ def to_verl_rows(
                     "history": history,
                     "tools": _tools_json(s),
                     "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+                    # verl hands compute_score only extra_info: R2IF's CER student needs the prompt
+                    "prompt": prompt,
                 },
             }
         )
