@@ -19,20 +19,32 @@ def samples(shared_data_dir: Path) -> dict[str, tuple[str, object]]:
     return {s.id: (c, s) for c, s in acebench.load_samples(d, acebench.categories_in(d))}
 
 
-def test_scripted_run_through_the_cli_scores_100_and_skips_agent(tmp_path, shared_data_dir, capsys) -> None:
+def test_scripted_run_through_the_cli_scores_100(tmp_path, shared_data_dir) -> None:
     out = tmp_path / "ace"
     assert main(["eval", "acebench", "--scripted", "--data-dir", str(shared_data_dir / "acebench"),
                  "--out", str(out), "--no-report"]) == 0
     s = json.loads((out / "summary.json").read_text())
     groups = s["per_seed"]["0"]["groups"]
-    assert groups["normal"] == 1.0 and groups["special"] == 1.0 and groups["agent"] is None
-    assert s["scores"]["overall_without_agent"] == 1.0 and "overall" not in s["scores"]
-    assert any("user simulator" in x for x in s["skipped"])
-    assert "skipped: agent_multi_step" in capsys.readouterr().err
+    assert groups == {"normal": 1.0, "special": 1.0, "agent": 1.0} and s["skipped"] == []
+    assert s["scores"]["overall"] == pytest.approx(sum(acebench.WEIGHTS.values()))
+    assert s["scores"]["agent_process_accuracy"] == 1.0
     # a multi-turn conversation is one unit: 50 conversations, not 123 turns
     assert s["per_seed"]["0"]["categories"]["normal_multi_turn_user_adjust"]["total"] == 50
     manifest = json.loads((out / "manifest.json").read_text())
     assert "data_special_incomplete.json" in manifest["data_sha256"]
+    assert "user simulator: scripted-user" in manifest["backend"]
+
+
+def test_agent_multi_turn_is_skipped_without_a_user_simulator(tmp_path, shared_data_dir, capsys) -> None:
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("")
+    out = tmp_path / "ace"
+    assert main(["eval", "acebench", "--predictions", str(preds), "--partial", "--categories",
+                 "agent_multi_step,agent_multi_turn", "--data-dir", str(shared_data_dir / "acebench"),
+                 "--out", str(out), "--no-report"]) == 0
+    s = json.loads((out / "summary.json").read_text())
+    assert any("user simulator" in x for x in s["skipped"])
+    assert "skipped: agent_multi_turn" in capsys.readouterr().err
 
 
 def test_string_values_pass_by_normalized_substring_and_types_matter() -> None:

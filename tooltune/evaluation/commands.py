@@ -61,6 +61,11 @@ def _add_run_args(p: argparse.ArgumentParser, benchmark: str) -> None:
     if benchmark == "bfcl":
         ctl.add_argument("--name-style", choices=("dotted", "underscore"), default="dotted",
                          help="dotted function names shown as math.factorial or math_factorial")
+    if benchmark == "acebench":
+        usr = p.add_argument_group("user simulator for agent_multi_turn (skipped without one)")
+        usr.add_argument("--user-endpoint", help="OpenAI-compatible base URL of the model playing the user")
+        usr.add_argument("--user-model-name", help="model name sent to --user-endpoint")
+        usr.add_argument("--user-api-key-env", default="OPENAI_API_KEY", help="env var holding its key")
     gen = p.add_argument_group("generation")
     gen.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default 0.7)")
     gen.add_argument("--max-new-tokens", type=int, default=512)
@@ -119,6 +124,24 @@ def _backends(args: argparse.Namespace, data_dir: Path | None) -> list[tuple[int
     return [(s, backend) for s in range(max(1, args.seeds))]
 
 
+def _user_backend(args: argparse.Namespace, data_dir: Path | None) -> Any:
+    """ACEBench's user simulator: --user-endpoint, or the scripted user with --scripted."""
+    if args.benchmark != "acebench":
+        return None
+    from tooltune.evaluation import acebench
+    from tooltune.evaluation.backends import OpenAIBackend, ScriptedBackend
+
+    if args.user_endpoint:
+        if not args.user_model_name:
+            raise SystemExit("tooltune eval acebench: --user-endpoint needs --user-model-name")
+        return OpenAIBackend(args.user_endpoint, args.user_model_name, concurrency=args.concurrency,
+                             timeout=args.timeout, api_key=os.environ.get(args.user_api_key_env))
+    if args.scripted and data_dir is not None:
+        entries = acebench.load_agent_entries(data_dir, acebench.AGENT_CATEGORIES)
+        return ScriptedBackend(acebench.scripted_user_policy(entries), name="scripted-user")
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     from tooltune.evaluation.protocol import Controls
     from tooltune.evaluation.report import write_report
@@ -141,7 +164,8 @@ def _run(args: argparse.Namespace) -> int:
                         batch_size=args.batch_size)
     model = args.model or args.model_name or args.predictions or ("scripted" if args.scripted else None)
     summary = evaluate(args.benchmark, _backends(args, data_dir), args.out, controls, args.categories,
-                       sampling, data_dir, resume=args.resume, partial=args.partial, model=model)
+                       sampling, data_dir, resume=args.resume, partial=args.partial, model=model,
+                       user_backend=_user_backend(args, data_dir))
     if not args.no_report:
         write_report([args.out], Path(args.out) / "report.md")
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)

@@ -63,8 +63,10 @@ def _render(sample: Any, controls: Controls, extra: str = "") -> list[dict[str, 
 
 
 def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
-            data_dir: str | os.PathLike | None = None) -> Prepared:
-    """Tasks, multi-turn entries, scorer and data files of `benchmark` under `controls`."""
+            data_dir: str | os.PathLike | None = None, user_simulator: bool = False) -> Prepared:
+    """Tasks, multi-turn entries, scorer and data files of `benchmark` under `controls`.
+
+    ACEBench agent entries go into `multi_turn`; agent_multi_turn only with `user_simulator`."""
     if benchmark == "bfcl":
         from tooltune.evaluation import bfcl
 
@@ -93,17 +95,18 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
 
         cats = acebench.categories_in(data_dir) if categories in (None, "all") else (
             categories.split(",") if isinstance(categories, str) else list(categories))
-        skipped = [c for c in cats if c.startswith("agent")]
+        skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
         if skipped:
-            logger.warning("%s", acebench.AGENT_SKIP_MESSAGE)
+            logger.warning("%s", acebench.USER_SIM_SKIP_MESSAGE)
+        agent = acebench.load_agent_entries(data_dir, [c for c in cats if c not in skipped])
         pairs = acebench.load_samples(data_dir, cats)
         extra = acebench.SYSTEM_SUFFIX
         tasks = [Task(s.id, c, _render(s, controls, extra),
                       (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)))
                  for c, s in pairs]
         kept = [c for c in cats if c not in skipped]
-        return Prepared(tasks, [], acebench.scores, acebench.data_files(data_dir, kept), extra,
-                        [f"{c}: {acebench.AGENT_SKIP_MESSAGE}" for c in skipped])
+        return Prepared(tasks, agent, acebench.scores, acebench.data_files(data_dir, kept), extra,
+                        [f"{c}: {acebench.USER_SIM_SKIP_MESSAGE}" for c in skipped])
     raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
 
 
@@ -115,7 +118,7 @@ def _progress(total: int, desc: str) -> Any:
 
 def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
              log: VerdictLog, partial: bool = False, progress: Any = None,
-             completions: TextIO | None = None) -> None:
+             completions: TextIO | None = None, user_backend: Backend | None = None) -> None:
     """Generate and score every unfinished task of one seed; verdicts go to `log` as they come.
 
     Raw completions go to `completions` (a predictions file: replay it with `--predictions`).
@@ -149,6 +152,14 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         for e in missing if not partial else []:
             record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
+    agent = [e for e in entries if hasattr(e, "milestones")]  # ACEBench agent entries
+    entries = [e for e in entries if not hasattr(e, "milestones")]
+    if agent:
+        from tooltune.evaluation.acebench import AgentConfig, run_agent
+
+        acfg = AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+                           controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
+        run_agent(agent, backend, acfg, record, user_backend, parallel=sampling.batch_size)
     if entries:
         from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
 
@@ -169,14 +180,20 @@ def evaluate(
     partial: bool = False,
     model: str | None = None,
     show_progress: bool = True,
+    user_backend: Backend | None = None,
 ) -> dict[str, Any]:
-    """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`."""
+    """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
+
+    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one)."""
     controls, sampling = controls or Controls(), sampling or Sampling()
     out = Path(out_dir)
-    prep = prepare(benchmark, categories, controls, data_dir)
+    prep = prepare(benchmark, categories, controls, data_dir, user_simulator=user_backend is not None)
     seeds = [s for s, _ in backends]
     cats = sorted({t.category for t in prep.tasks} | {e.category for e in prep.multi_turn})
-    manifest = build_manifest(benchmark, cats, controls, seeds, model, ", ".join(b.name for _, b in backends),
+    names = ", ".join(b.name for _, b in backends)
+    if user_backend is not None and prep.multi_turn:
+        names += f" (user simulator: {user_backend.name})"
+    manifest = build_manifest(benchmark, cats, controls, seeds, model, names,
                               prep.data_files, asdict(sampling) | {"partial": partial}, prep.system_extra)
     out.mkdir(parents=True, exist_ok=True)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
@@ -187,7 +204,7 @@ def evaluate(
             for seed, backend in backends:
                 path = out / f"completions_seed{seed}.jsonl"
                 with open(path, "a" if resume else "w", encoding="utf-8") as f:
-                    run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f)
+                    run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend)
         finally:
             if bar is not None:
                 bar.close()

@@ -61,6 +61,8 @@ def ground_truth_policy(
         cats = acebench.categories_in(data_dir) if categories in (None, "all") else str(categories).split(",")
         answers = {s.id: acebench.reference_answer(s, c, template)
                    for c, s in acebench.load_samples(data_dir, cats)}
+        agent = acebench.load_agent_entries(data_dir, cats)
+        multi_play = acebench.agent_scripted_policy(agent, template) if agent else None
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}")
 
