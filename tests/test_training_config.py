@@ -1,0 +1,208 @@
+"""Training config: presets, overrides, errors naming the key, translation to TRL configs, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tooltune.training.config import (
+    ConfigError,
+    TrainConfig,
+    describe,
+    dump_config,
+    load_config,
+    parse_overrides,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+PRESETS = sorted((REPO / "configs").glob("*.yaml"))
+
+
+def test_every_preset_loads_and_validates() -> None:
+    names = {p.stem for p in PRESETS}
+    assert {"tool_n1", "efficient_single_turn", "efficient_multi_turn", "r2if", "quickstart"} <= names
+    for path in PRESETS:
+        cfg = load_config(path)
+        assert cfg.name == path.stem
+
+
+def test_presets_carry_the_papers_numbers() -> None:
+    n1 = load_config(REPO / "configs/tool_n1.yaml")
+    assert (
+        n1.grpo.prompts_per_step,
+        n1.grpo.learning_rate,
+        n1.grpo.temperature,
+        n1.grpo.beta,
+        n1.grpo.entropy_coef,
+        n1.grpo.num_generations,
+    ) == (1024, 1e-6, 0.7, 1e-3, 0.0, 5)
+    st = load_config(REPO / "configs/efficient_single_turn.yaml")
+    assert (
+        st.grpo.prompts_per_step,
+        st.grpo.epochs,
+        st.grpo.num_generations,
+        st.grpo.epsilon,
+        st.grpo.epsilon_high,
+        st.grpo.beta,
+        st.filter.k,
+        st.downsample.m,
+    ) == (128, 10, 8, 0.2, 0.28, 0.0, 1, 4)
+    mt = load_config(REPO / "configs/efficient_multi_turn.yaml")
+    assert (
+        mt.grpo.prompts_per_step,
+        mt.grpo.epochs,
+        mt.grpo.temperature,
+        mt.grpo.num_generations,
+        mt.downsample.m,
+        mt.data.max_prompt_tokens,
+        mt.reward.require_format,
+    ) == (256, 4, 1.0, 16, 8, 4096, False)
+    r2 = load_config(REPO / "configs/r2if.yaml")
+    assert r2.sft.enabled and r2.reward.components == {"binary": 3.0, "cer": 1.0, "smv": 1.0}
+    assert (
+        r2.grpo.prompts_per_step,
+        r2.grpo.prompts_per_update,
+        r2.grpo.num_generations,
+        r2.grpo.epochs,
+    ) == (512, 128, 5, 9)
+
+
+def test_overrides_dotted_keys_and_types() -> None:
+    cfg = load_config(
+        REPO / "configs/quickstart.yaml",
+        [
+            "--grpo.temperature",
+            "0.7",
+            "--filter.enabled",
+            "--downsample.m=2",
+            "--reward.components",
+            "{binary: 3, smv: 1}",
+            "--run.report_to",
+            "tensorboard",
+        ],
+    )
+    assert cfg.grpo.temperature == 0.7 and cfg.filter.enabled and cfg.downsample.m == 2
+    assert cfg.reward.components == {"binary": 3, "smv": 1} and cfg.run.report_to == ["tensorboard"]
+    assert parse_overrides(["--grpo.max-steps", "3"]) == {"grpo.max_steps": "3"}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"grpo.tempreature": 1}, "grpo.tempreature: unknown key; allowed keys: .*temperature"),
+        ({"grpo.loss_type": "ppo"}, "grpo.loss_type: 'ppo' is not allowed; choose one of grpo, bnpo"),
+        ({"grpo.num_generations": "many"}, "grpo.num_generations: expected int"),
+        ({"grpo.num_generations": 2.5}, "grpo.num_generations: expected an integer"),
+        ({"filter.enabled": "maybe"}, "filter.enabled: expected true or false"),
+        (
+            {"downsample.enabled": True, "downsample.m": 9},
+            r"downsample.m: must be in 1..grpo.num_generations \(8\)",
+        ),
+        ({"grpo": 3}, "grpo: is a section"),
+        ({"data.history": "flat"}, "data.history: 'flat' is not allowed; choose one of native, context"),
+        ({"grpo.warmup_ratio": 1.5}, r"grpo.warmup_ratio: must be in \[0, 1\)"),
+        ({"grpo.prompts_per_update": 5}, "grpo.prompts_per_update: must divide"),
+        ({"sft.target": "gold"}, "sft.target: must be 'answer' or 'meta.<key>'"),
+        ({"nope.x": 1}, "nope: unknown key"),
+    ],
+)
+def test_config_errors_name_the_key(override: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, override)
+
+
+def test_yaml_errors_name_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("grpo:\n  epsilon_hgh: 0.28\n")
+    with pytest.raises(ConfigError, match="grpo.epsilon_hgh: unknown key"):
+        load_config(bad)
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_dump_roundtrip_and_help(tmp_path: Path) -> None:
+    cfg = load_config(REPO / "configs/efficient_single_turn.yaml", {"grpo.top_k": 5})
+    dump_config(cfg, tmp_path / "c.yaml")
+    assert load_config(tmp_path / "c.yaml") == cfg
+    rows = {key: help_ for key, _, help_ in describe()}
+    assert "Choices: grpo, bnpo" in rows["grpo.loss_type"] and rows["filter.k"]
+    assert all(help_ for help_ in rows.values())
+
+
+def test_translation_to_trl_configs() -> None:
+    from tooltune.training.runner import grpo_args
+    from tooltune.training.sft import sft_args
+
+    cfg = load_config(REPO / "configs/r2if.yaml")
+    args = grpo_args(cfg, "/tmp/x", cpu=True)
+    assert args.use_cpu and not args.bf16 and not args.gradient_checkpointing
+    # batch 512 prompts x 5 rollouts per generation; mini-batch 128 x 5 per optimizer step
+    assert args.generation_batch_size == 512 * 5
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 128 * 5
+    assert (args.temperature, args.beta, args.epsilon, args.num_generations, args.loss_type) == (
+        0.7,
+        1e-3,
+        0.2,
+        5,
+        "grpo",
+    )
+    st = load_config(REPO / "configs/efficient_single_turn.yaml")
+    a2 = grpo_args(st, "/tmp/x", cpu=True)
+    assert a2.epsilon_high == 0.28 and a2.num_train_epochs == 10 and a2.steps_per_generation == 128
+    with pytest.raises(ConfigError, match="grpo.per_device_batch_size"):
+        grpo_args(st, "/tmp/x", cpu=True, processes=3)
+    s = sft_args(cfg, "/tmp/x", on_cpu=True)
+    assert s.completion_only_loss and s.use_cpu and s.learning_rate == 1e-5
+
+
+def test_cli_reports_config_errors(capsys: pytest.CaptureFixture) -> None:
+    from tooltune.cli import main
+
+    assert main(["train", "--config", str(REPO / "configs/quickstart.yaml"), "--grpo.loss_type", "x"]) == 2
+    assert "grpo.loss_type: 'x' is not allowed" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(REPO / "configs/quickstart.yaml"),
+                "--show-config",
+                "--grpo.temperature",
+                "0.5",
+            ]
+        )
+        == 0
+    )
+    assert "temperature: 0.5" in capsys.readouterr().out
+
+
+def test_defaults_are_valid() -> None:
+    assert TrainConfig().validate().grpo.loss_type == "dapo"
+
+
+def test_cli_names_missing_data_and_model(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from tooltune.cli import main
+
+    args = ["train", "--model.name_or_path", str(tmp_path / "nope"), "--run.output_dir", str(tmp_path / "r")]
+    assert main([*args, "--data.train", str(tmp_path / "missing.jsonl")]) == 2
+    assert "data.train: file not found" in capsys.readouterr().err
+    data = tmp_path / "train.jsonl"
+    data.write_text(
+        json.dumps(
+            {
+                "id": "a",
+                "source": "t",
+                "category": "simple",
+                "tools": [],
+                "answer": [],
+                "messages": [{"role": "user", "content": "x"}],
+            }
+        )
+        + "\n"
+    )
+    assert main([*args, "--data.train", str(data), "--data.template", "nonesuch"]) == 2
+    assert "data.template: unknown template 'nonesuch'; registered:" in capsys.readouterr().err
+    assert main([*args, "--data.train", str(data), "--reward.components", "{binary: 1}"]) == 2
+    assert "is not a directory holding a saved model" in capsys.readouterr().err

@@ -1,0 +1,270 @@
+"""GRPO trainer on the test-size tiny model: each technique on and off, what reaches the loss, schedules.
+
+The reward here is a deterministic stand-in keyed on the prompt index (what these tests control is
+which prompts are solved), so the assertions do not depend on what an untrained model samples.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+N = 4  # rollouts per prompt in these tests
+
+
+def make_rows(n_prompts: int) -> list[dict[str, Any]]:
+    """Short TRL rows (tiny byte-level tokenizer: short prompts keep steps fast)."""
+    return [
+        {
+            "prompt": [{"role": "user", "content": f"call f {i}"}],
+            "answer": json.dumps([{"name": "f", "arguments": {"x": i}}]),
+            "sample_id": f"s{i}",
+            "category": "simple",
+            "prompt_index": i,
+        }
+        for i in range(n_prompts)
+    ]
+
+
+class KeyedReward:
+    """Prompts in `solved` get 1.0 on every rollout; others alternate 1, 0 within their group.
+
+    Records the prompt indices of every rollout it scores (= every rollout generated).
+    """
+
+    __name__ = "keyed"
+
+    def __init__(self, solved: set[int], log: str | None = None) -> None:
+        self.solved, self.log, self.seen = solved, log, []
+
+    def __call__(self, prompts: list, completions: list, prompt_index: list[int], **kw: Any) -> list[float]:
+        self.seen.append(list(prompt_index))
+        if self.log:
+            with open(self.log, "a", encoding="utf-8") as f:
+                f.write(json.dumps(list(prompt_index)) + "\n")
+        return [1.0 if p in self.solved else float(i % 2) for i, p in enumerate(prompt_index)]
+
+
+def make_config(model_dir: Path, out: Path, **over: Any) -> Any:
+    from tooltune.training.config import load_config
+
+    base = {
+        "model.name_or_path": str(model_dir),
+        "run.output_dir": str(out),
+        "run.device": "cpu",
+        "run.save_steps": 1000,
+        "grpo.num_generations": N,
+        "grpo.prompts_per_step": 2,
+        "grpo.per_device_batch_size": 8,
+        "grpo.max_steps": 2,
+        "grpo.max_completion_length": 8,
+        "grpo.learning_rate": 1e-2,
+        "grpo.temperature": 1.0,
+        "diagnostics.eval_samples": 0,
+    }
+    base.update(over)
+    return load_config(None, base)
+
+
+class LossSpy:
+    """Records, per micro-batch reaching `_compute_loss`: rows, rows with loss tokens, advantages."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from tooltune.training.grpo import ToolTuneGRPOTrainer
+
+        self.batches: list[dict[str, Any]] = []
+        self.ref_rows: list[int] = []
+        orig_loss = ToolTuneGRPOTrainer._compute_loss
+        orig_logps = ToolTuneGRPOTrainer._get_per_token_logps_and_entropies
+        spy = self
+
+        def compute_loss(trainer: Any, model: Any, inputs: dict) -> Any:
+            spy.batches.append(
+                {
+                    "rows": inputs["completion_ids"].size(0),
+                    "active": int((inputs["completion_mask"].sum(1) > 0).sum()),
+                    "advantages": inputs["advantages"].tolist(),
+                    "has_ref": "ref_per_token_logps" in inputs,
+                }
+            )
+            return orig_loss(trainer, model, inputs)
+
+        def logps(trainer: Any, model: Any, ids: Any, *a: Any, **k: Any) -> Any:
+            if trainer.ref_model is not None and model is trainer.ref_model:
+                spy.ref_rows.append(ids.size(0))
+            return orig_logps(trainer, model, ids, *a, **k)
+
+        monkeypatch.setattr(ToolTuneGRPOTrainer, "_compute_loss", compute_loss)
+        monkeypatch.setattr(ToolTuneGRPOTrainer, "_get_per_token_logps_and_entropies", logps)
+
+
+def _params(path: Path) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def _changed(before: Path, after: Path) -> bool:
+    a, b = _params(before), _params(after)
+    return any(not (a[k] == b[k]).all() for k in a)
+
+
+def _metrics(run: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_plain_two_steps(tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooltune.training.runner import train
+
+    spy = LossSpy(monkeypatch)
+    reward = KeyedReward(solved=set())
+    cfg = make_config(
+        tiny_model_dir,
+        tmp_path / "plain",
+        **{"diagnostics.eval_every": 2, "diagnostics.eval_samples": 2, "diagnostics.eval_max_new_tokens": 8},
+    )
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8), val_rows=make_rows(3))
+    assert _changed(tiny_model_dir, run / "final")
+    assert [b["rows"] for b in spy.batches] == [2 * N, 2 * N]  # both techniques off: every rollout
+    assert len(reward.seen) == 2 and all(len(s) == 2 * N for s in reward.seen)
+    recs = [r for r in _metrics(run) if "loss" in r]
+    assert [r["step"] for r in recs] == [1, 2]
+    assert all(r["tooltune/update_time"] > 0 and r["tooltune/rollout_time"] > 0 for r in recs)
+    assert recs[0]["tooltune/zero_variance_share"] == 0.0 and "tooltune/rollouts_dropped" not in recs[0]
+    # held-out exact match before training and every 2 steps, on eval_samples = 2 of the 3 rows
+    heldout = [
+        (r["step"], r["tooltune/heldout_exact_match"])
+        for r in _metrics(run)
+        if "tooltune/heldout_exact_match" in r
+    ]
+    assert [st for st, _ in heldout] == [0, 2] and all(acc in (0.0, 0.5, 1.0) for _, acc in heldout)
+
+
+def test_downsampling_keeps_m_rows_and_runs_reference_on_them(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.training.runner import train
+
+    spy = LossSpy(monkeypatch)
+    cfg = make_config(
+        tiny_model_dir, tmp_path / "ds", **{"downsample.enabled": True, "downsample.m": 2, "grpo.beta": 0.05}
+    )
+    run = train(cfg, reward_funcs=[KeyedReward(solved=set())], train_rows=make_rows(8))
+    assert _changed(tiny_model_dir, run / "final")
+    # 2 prompts x m=2 kept of n=4: 4 rows reach the loss, and the reference pass saw only those 4
+    assert [b["rows"] for b in spy.batches] == [4, 4]
+    assert spy.ref_rows == [4, 4] and all(b["has_ref"] for b in spy.batches)
+    # rewards alternate 1,0,1,0 -> one of each class kept -> advantages +-1/(std+eps) with kept stats
+    for b in spy.batches:
+        assert sorted(round(a, 3) for a in b["advantages"]) == [-0.707, -0.707, 0.707, 0.707]
+    rec = [r for r in _metrics(run) if "loss" in r][0]
+    assert rec["tooltune/rollouts_dropped"] == 4 and rec["tooltune/tokens_saved"] > 0
+
+
+def test_zero_variance_groups_are_dropped(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.training.runner import train
+
+    spy = LossSpy(monkeypatch)
+    cfg = make_config(
+        tiny_model_dir,
+        tmp_path / "zv",
+        **{
+            "downsample.enabled": True,
+            "downsample.m": N,
+            "downsample.drop_zero_variance": True,
+            "grpo.shuffle": None,
+        }
+        if False
+        else {"downsample.enabled": True, "downsample.m": N, "downsample.drop_zero_variance": True},
+    )
+    # every even prompt is solved on all rollouts: its group has zero variance and is dropped
+    run = train(cfg, reward_funcs=[KeyedReward(solved={0, 2, 4, 6})], train_rows=make_rows(8))
+    recs = [r for r in _metrics(run) if "loss" in r]
+    for b, rec in zip(spy.batches, recs, strict=True):
+        zero_groups = round(rec["tooltune/zero_variance_share"] * 2)
+        assert b["active"] == (2 - zero_groups) * N
+        assert rec["tooltune/rollouts_dropped"] == zero_groups * N
+
+
+def test_filtered_prompts_get_no_rollouts_and_epochs_shrink(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.training.runner import train
+
+    LossSpy(monkeypatch)
+    reward = KeyedReward(solved={0, 2, 4, 6})
+    cfg = make_config(
+        tiny_model_dir,
+        tmp_path / "flt",
+        **{
+            "filter.enabled": True,
+            "filter.k": 1,
+            "grpo.max_steps": -1,
+            "grpo.epochs": 3,
+            "grpo.lr_scheduler": "linear",
+        },
+    )
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    # epoch 1: all 8 prompts (4 steps of 2); epochs 2 and 3: only the 4 odd prompts (2 steps each)
+    seen = [sorted(set(s)) for s in reward.seen]
+    assert len(seen) == 8
+    assert sorted(p for s in seen[:4] for p in s) == list(range(8))
+    assert all(p % 2 == 1 for s in seen[4:] for p in s)
+    recs = [r for r in _metrics(run) if "loss" in r]
+    assert [r["step"] for r in recs] == list(range(1, 9))
+    assert recs[-1]["tooltune/prompts_skipped_epoch"] == 4 and recs[-1]["tooltune/rollouts_saved_epoch"] == 16
+    # LR follows progress through the shrunken epochs: step 5 starts epoch 2 of 3 -> 1/3 of decay done
+    lr = [r["learning_rate"] for r in recs]
+    assert lr[0] == pytest.approx(1e-2) and lr[4] == pytest.approx(1e-2 * (1 - 1 / 3))
+    assert lr[7] == pytest.approx(1e-2 * (1 - (2 + 1 / 2) / 3))
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["grpo"]["steps"] == 8 and summary["grpo"]["filter"]["streaks"] == {
+        "0": 1,
+        "2": 1,
+        "4": 1,
+        "6": 1,
+    }
+
+
+def test_filter_with_max_steps_does_not_stop_early(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.training.runner import train
+
+    LossSpy(monkeypatch)
+    reward = KeyedReward(solved={0, 1, 2, 3, 4, 5})
+    cfg = make_config(tiny_model_dir, tmp_path / "ms", **{"filter.enabled": True, "grpo.max_steps": 6})
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    # epoch 1 = 4 steps; then only prompts 6, 7 remain (1 step per epoch): steps 5 and 6 come from
+    # epochs 2 and 3, beyond the 2 epochs the unfiltered length would have allowed for 6 steps
+    assert json.loads((run / "summary.json").read_text())["grpo"]["steps"] == 6
+    assert [sorted(set(s)) for s in reward.seen[4:]] == [[6, 7], [6, 7]]
+
+
+def test_missing_ground_truth_stops_before_loading(tmp_path: Path) -> None:
+    from tooltune.schema import SchemaError
+    from tooltune.training.runner import train
+
+    data = tmp_path / "train.jsonl"
+    good = {
+        "id": "a",
+        "source": "t",
+        "category": "simple",
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [],
+        "answer": [],
+    }
+    bad = {k: v for k, v in good.items() if k != "answer"} | {"id": "b"}
+    data.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    cfg = make_config(tmp_path / "no-model-here", tmp_path / "run", **{"data.train": str(data)})
+    with pytest.raises(SchemaError, match=r"train.jsonl:2.*answer"):
+        train(cfg, reward_funcs=[KeyedReward(set())])
+    rows = make_rows(2)
+    rows[1]["answer"] = None
+    with pytest.raises(SchemaError, match=r"record 1 \(sample_id 's1'\).answer: missing ground truth"):
+        train(cfg, reward_funcs=[KeyedReward(set())], train_rows=rows)

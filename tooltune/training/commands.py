@@ -1,0 +1,79 @@
+"""`tooltune train --config configs/NAME.yaml [--section.key value ...] [--resume]`.
+
+Any `--dotted.key value` after the known flags overrides the preset (e.g. `--grpo.temperature 0.7
+--filter.enabled true`); `--show-config` prints the resolved config and `--list-keys` every key with
+its help text. Heavy libraries are imported inside the handler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+class _OverrideParser(argparse.ArgumentParser):
+    """Collects unknown `--key value` tokens as config overrides instead of rejecting them."""
+
+    def parse_known_args(
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        ns, extra = super().parse_known_args(args, namespace)
+        ns.overrides = list(getattr(ns, "overrides", None) or []) + list(extra)
+        return ns, []
+
+
+def register(subparsers: Any) -> None:
+    """Add the `train` command to the tooltune CLI."""
+    saved = subparsers._parser_class
+    subparsers._parser_class = _OverrideParser
+    try:
+        p = subparsers.add_parser(
+            "train",
+            help="Train with GRPO (+ SFT warm start) on TRL: pre-rollout filtering, down-sampling.",
+            description=__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    finally:
+        subparsers._parser_class = saved
+    p.add_argument("--config", help="YAML preset, e.g. configs/efficient_single_turn.yaml")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the last complete checkpoint in run.output_dir (filter state included)",
+    )
+    p.add_argument("--show-config", action="store_true", help="print the resolved config and exit")
+    p.add_argument("--list-keys", action="store_true", help="list every config key with its help and exit")
+    p.set_defaults(func=_handle, overrides=[])
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from tooltune.schema import SchemaError
+    from tooltune.training.config import ConfigError, describe, load_config
+
+    if args.list_keys:
+        for key, default, help_ in describe():
+            print(f"--{key} (default {default})\n    {help_}")
+        return 0
+    try:
+        cfg = load_config(args.config, args.overrides)
+    except ConfigError as e:
+        print(f"tooltune train: config error: {e}", file=sys.stderr)
+        return 2
+    if args.show_config:
+        import yaml
+
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return 0
+    from tooltune.models import ModelLoadError
+    from tooltune.training.runner import train
+
+    try:
+        run_dir = train(cfg, resume=args.resume)
+    except (ConfigError, SchemaError, ModelLoadError) as e:
+        print(f"tooltune train: {e}", file=sys.stderr)
+        return 2
+    print(f"tooltune train: finished; run directory {run_dir}")
+    print(f"  metrics: {run_dir / 'metrics.jsonl'}  model: {run_dir / 'final'}")
+    print(f"  plots: tooltune report {run_dir}")
+    return 0

@@ -1,0 +1,142 @@
+"""Training rows from canonical samples: TRL GRPO rows (with `prompt_index`) and SFT prompt/completion rows.
+
+Missing or malformed ground truth stops the run before the first step with a message naming the record
+(file:line from `tooltune.schema.read_jsonl`, or the sample id for in-memory rows).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from tooltune.schema import Sample, SchemaError, calls_from_any, read_jsonl
+
+logger = logging.getLogger(__name__)
+
+
+def load_samples(path: str, limit: int = 0, key: str = "data.train") -> list[Sample]:
+    """Read canonical JSONL; a record without ground truth raises SchemaError naming file:line."""
+    from pathlib import Path
+
+    if not path:
+        raise SchemaError(f"{key}: no file given")
+    if not Path(path).is_file():
+        raise SchemaError(f"{key}: file not found: {path}")
+    samples = read_jsonl(path, limit=limit or None)
+    if not samples:
+        raise SchemaError(f"{key}: {path} holds no samples")
+    return samples
+
+
+def grpo_rows(
+    samples: Sequence[Sample],
+    template: str,
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+) -> list[dict[str, Any]]:
+    """TRL rows (data engineer's `to_trl_rows` columns) plus the `prompt_index` the filter keys on."""
+    from tooltune.data.export import to_trl_rows
+
+    kwargs = {"system_prompt": system_prompt} if system_prompt else {}
+    rows = [
+        dict(r)
+        for r in to_trl_rows(
+            samples, template=template, history=history, keep_reasoning=keep_reasoning, **kwargs
+        )
+    ]
+    check_rows(rows)
+    for i, row in enumerate(rows):
+        row["prompt_index"] = i
+    return rows
+
+
+def check_rows(rows: Sequence[dict[str, Any]]) -> None:
+    """Every row needs a prompt and a JSON ground-truth answer list; raise naming the record otherwise."""
+    for i, row in enumerate(rows):
+        name = f"record {i} (sample_id {row.get('sample_id', '?')!r})"
+        if not row.get("prompt"):
+            raise SchemaError(f"{name}.prompt: missing prompt")
+        answer = row.get("answer")
+        if answer is None or answer == "":
+            raise SchemaError(f"{name}.answer: missing ground truth")
+        try:
+            parsed = json.loads(answer) if isinstance(answer, str) else answer
+        except json.JSONDecodeError as e:
+            raise SchemaError(f"{name}.answer: ground truth is not valid JSON ({e.msg})") from None
+        if not isinstance(parsed, list):
+            raise SchemaError(
+                f"{name}.answer: ground truth must be a list of calls, got {type(parsed).__name__}"
+            )
+
+
+def sft_rows(
+    samples: Sequence[Sample],
+    template: str,
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+    with_reasoning: bool = True,
+    target: str = "answer",
+) -> list[dict[str, Any]]:
+    """Conversational prompt/completion rows: loss on the rendered target answer only.
+
+    target: "answer" (ground truth) or "meta.<key>" (calls stored in the sample's meta, e.g. the
+    quickstart's imperfect demonstrations); samples without that key use their answer.
+    """
+    from tooltune.prompts import render_answer, render_prompt
+
+    key = target.split(".", 1)[1] if target.startswith("meta.") else None
+    rows, fallback = [], 0
+    for s in samples:
+        prompt = render_prompt(
+            s,
+            template=template,
+            history=history,
+            keep_reasoning=keep_reasoning,
+            system_prompt=system_prompt or None,
+        )
+        calls = s.answer
+        if key is not None:
+            if key in s.meta:
+                calls = calls_from_any(s.meta[key], f"sample {s.id!r}.meta.{key}")
+            else:
+                fallback += 1
+        reasoning = s.meta.get("reasoning") if isinstance(s.meta.get("reasoning"), str) else None
+        target_text = render_answer(calls, template, reasoning=reasoning, include_reasoning=with_reasoning)
+        rows.append(
+            {
+                "prompt": prompt,
+                "completion": [{"role": "assistant", "content": target_text}],
+                "sample_id": s.id,
+            }
+        )
+    if fallback:
+        logger.info(
+            "sft: %d of %d samples have no meta.%s; their ground truth is the target",
+            fallback,
+            len(samples),
+            key,
+        )
+    return rows
+
+
+def drop_long_prompts(rows: list[dict[str, Any]], tokenizer: Any, max_tokens: int) -> tuple[list[dict], int]:
+    """Drop rows whose chat-templated prompt exceeds `max_tokens`; returns (rows, dropped count)."""
+    if max_tokens <= 0:
+        return rows, 0
+    kept = []
+    for row in rows:
+        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True)
+        if hasattr(ids, "keys"):
+            ids = ids["input_ids"]
+        if len(ids) <= max_tokens:
+            kept.append(row)
+    dropped = len(rows) - len(kept)
+    if dropped:
+        logger.warning("dropped %d of %d prompts longer than %d tokens", dropped, len(rows), max_tokens)
+    for i, row in enumerate(kept):
+        row["prompt_index"] = i
+    return kept, dropped

@@ -1,0 +1,399 @@
+"""TRL GRPOTrainer with online pre-rollout filtering and max-variance rollout down-sampling.
+
+The subclass touches TRL only at these hooks (TRL 1.16.0):
+
+- `_get_train_sampler`: a `FilteredRepeatSampler` whose prompt set is frozen at each epoch start from
+  the filter streaks (efficiency paper Eq. 4-6).
+- `_calculate_rewards`: after TRL gathers the rewards of all processes, the prompt-index column is
+  gathered the same way and every rank updates identical streaks.
+- `_generate_and_score_completions`: TRL builds the batch with the reference pass deferred (beta is
+  zeroed for the call); we then keep the selected rows (Eq. 7) of every per-row tensor, recompute
+  advantages and `num_items_in_batch`, and run the reference model on the kept rows only.
+- `_run_epoch` / `_init_training_state` / `set_initial_training_values` / `create_scheduler`: the
+  Trainer sizes epochs once from the unfiltered dataset; these wrappers re-size each epoch after the
+  filter shrank it, resume inside a shrunken epoch, and drive the LR schedule by epoch progress.
+
+Advantages after down-sampling (`downsample.advantage`): "kept" (default) recomputes the group mean
+and std over the m kept rollouts, as PODS (Xu et al. 2025) does. Selection is by reward, so the n-way
+statistics are biased for the kept subset: with binary rewards and 6/8 correct, the full-group mean
+0.75 would make the two kept correct rollouts barely positive and the two wrong ones strongly negative;
+recomputing on the kept 2+2 restores zero-mean, symmetric (+1/-1) advantages. "full" keeps TRL's
+n-rollout statistics (the estimator of the unselected group, for comparison).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import sys
+import time
+from typing import Any
+
+import torch
+from torch.utils.data import Sampler
+from trl import GRPOTrainer
+
+from tooltune.training.batch import padding_rows, select_rows, trim_padding
+from tooltune.training.epochs import FilteredRepeatSampler, progress_schedule
+from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "tooltune_state.json"
+
+
+class ToolTuneGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer + pre-rollout filtering + down-sampling + per-step diagnostics.
+
+    Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
+    per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
+    `region_fn` (completion ids -> region codes for the entropy split, or None).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        prompt_filter: PromptFilter | None = None,
+        downsample_m: int | None = None,
+        drop_zero_variance: bool = False,
+        advantage_mode: str = "kept",
+        region_fn: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        self.tt_filter = prompt_filter
+        self.tt_m = downsample_m
+        self.tt_drop_zero = drop_zero_variance
+        self.tt_adv_mode = advantage_mode
+        self.tt_region_fn = region_fn
+        self.tt_epoch_state: dict[str, Any] = {
+            "epoch": 0,
+            "indices": None,
+            "epoch_start_step": 0,
+            "epoch_steps": 0,
+            "prompts_skipped": 0,
+        }
+        self._tt_last: tuple[torch.Tensor, list[int]] | None = None
+        self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
+        self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
+        super().__init__(*args, **kwargs)
+        self.tt_selecting = (self.tt_m is not None and self.tt_m < self.num_generations) or self.tt_drop_zero
+        if self.tt_selecting and self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError("multi_objective_aggregation: down-sampling supports only 'sum_then_normalize'")
+        rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        if self.tt_selecting and rows % self.num_generations:
+            raise ValueError(
+                f"per-device generation batch ({rows} rows) must hold whole groups of "
+                f"num_generations={self.num_generations} for down-sampling"
+            )
+
+    # ---------------------------------------------------------------- sampler and epoch sizing
+    def _get_train_sampler(self, dataset: Any = None) -> Sampler:
+        if self.tt_filter is None:
+            return super()._get_train_sampler(dataset)
+        dataset = self.train_dataset if dataset is None else dataset
+        self._tt_sampler = FilteredRepeatSampler(
+            len(dataset),
+            self.num_generations,
+            self.args.generation_batch_size // self.num_generations,
+            self.num_iterations * self.args.steps_per_generation,
+            self.shuffle_dataset,
+            self.args.seed,
+        )
+        return self._tt_sampler
+
+    def set_initial_training_values(self, args: Any, dataloader: Any) -> tuple:
+        values = list(super().set_initial_training_values(args, dataloader))
+        if self.tt_filter is not None and args.max_steps > 0:
+            values[0] = sys.maxsize  # shrunken epochs: run epochs until max_steps, not a precomputed count
+        self._tt_num_epochs = values[0] if args.max_steps > 0 else args.num_train_epochs
+        return tuple(values)
+
+    def _init_training_state(
+        self,
+        max_steps: int,
+        num_update_steps_per_epoch: int,
+        num_train_epochs: int,
+        resume_from_checkpoint: str | None,
+        trial: Any,
+    ) -> tuple[int, int]:
+        epochs, steps_in = super()._init_training_state(
+            max_steps, num_update_steps_per_epoch, num_train_epochs, resume_from_checkpoint, trial
+        )
+        if resume_from_checkpoint is not None:
+            self._tt_load_state(resume_from_checkpoint)
+            if self.tt_filter is not None:
+                st = self.tt_epoch_state
+                done = self.state.global_step - st["epoch_start_step"]
+                return st["epoch"], done * self.args.gradient_accumulation_steps
+        return epochs, steps_in
+
+    def _run_epoch(
+        self,
+        model: Any,
+        epoch: int,
+        train_dataloader: Any,
+        steps_in_epoch: int,
+        num_update_steps_per_epoch: int,
+        **kwargs: Any,
+    ) -> Any:
+        if self.tt_filter is not None:
+            steps_in_epoch, num_update_steps_per_epoch = self._tt_start_epoch(epoch, train_dataloader, kwargs)
+        return super()._run_epoch(
+            model=model,
+            epoch=epoch,
+            train_dataloader=train_dataloader,
+            steps_in_epoch=steps_in_epoch,
+            num_update_steps_per_epoch=num_update_steps_per_epoch,
+            **kwargs,
+        )
+
+    def _tt_start_epoch(self, epoch: int, train_dataloader: Any, kwargs: dict[str, Any]) -> tuple[int, int]:
+        """Freeze this epoch's prompt subset (Eq. 6); size the epoch from it: (batches, optimizer steps)."""
+        st = self.tt_epoch_state
+        resuming = st["indices"] is not None and st["epoch"] == epoch and kwargs.get("resume_from_checkpoint")
+        if not resuming:
+            everything = range(len(self.train_dataset))
+            kept = self.tt_filter.kept(everything)
+            st.update(
+                epoch=epoch,
+                indices=kept,
+                epoch_start_step=self.state.global_step,
+                prompts_skipped=len(everything) - len(kept),
+            )
+            logger.info(
+                "epoch %d: %d of %d prompts kept by pre-rollout filtering", epoch, len(kept), len(everything)
+            )
+        self._tt_sampler.set_prompts(epoch, st["indices"])
+        steps_in_epoch = len(train_dataloader)  # the sampler's length follows the frozen subset
+        ga = self.args.gradient_accumulation_steps
+        num_update_steps_per_epoch = steps_in_epoch // ga + int(steps_in_epoch % ga > 0)
+        st["epoch_steps"] = num_update_steps_per_epoch
+        if self.args.max_steps <= 0 and not self.tt_filter.reset_after_skip:
+            # Kept sets only shrink, so this is an upper bound that becomes exact as epochs go by.
+            remaining = math.ceil(self._tt_num_epochs) - epoch
+            self.state.max_steps = st["epoch_start_step"] + num_update_steps_per_epoch * remaining
+        return steps_in_epoch, num_update_steps_per_epoch
+
+    def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
+        if self.tt_filter is None or self.args.lr_scheduler_type not in (
+            "linear",
+            "cosine",
+            "constant",
+            "constant_with_warmup",
+        ):
+            return super().create_scheduler(num_training_steps, optimizer)
+        w = float(self.args.warmup_steps or 0.0)
+        warm = w if w < 1 else w / max(1, num_training_steps)  # a ratio of training progress
+        shape = progress_schedule(self.args.lr_scheduler_type, warm)
+
+        def factor(step: int) -> float:
+            return shape(self._tt_progress(step, num_training_steps))
+
+        if self.lr_scheduler is None:
+            opt = self.optimizer if optimizer is None else optimizer
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+            self._created_lr_scheduler = True
+        return self.lr_scheduler
+
+    def _tt_progress(self, step: int, total: int) -> float:
+        """Training progress in [0, 1]: by steps with max_steps, else by (shrunken) epochs."""
+        if self.args.max_steps > 0:
+            return min(1.0, step / max(1, total))
+        st = self.tt_epoch_state
+        within = (step - st["epoch_start_step"]) / max(1, st["epoch_steps"])
+        return min(1.0, (st["epoch"] + min(1.0, within)) / max(1e-12, float(self.args.num_train_epochs)))
+
+    # ---------------------------------------------------------------- checkpoint state
+    def _save_checkpoint(self, model: Any, trial: Any) -> None:
+        super()._save_checkpoint(model, trial)
+        if not self.args.should_save:
+            return
+        folder = os.path.join(self._get_output_dir(trial=trial), f"checkpoint-{self.state.global_step}")
+        state = {
+            "global_step": self.state.global_step,
+            "epoch_state": self.tt_epoch_state,
+            "filter": self.tt_filter.state_dict() if self.tt_filter else None,
+        }
+        tmp = os.path.join(folder, STATE_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, os.path.join(folder, STATE_FILE))  # written last: marks the checkpoint complete
+
+    def _tt_load_state(self, checkpoint: str) -> None:
+        path = os.path.join(checkpoint, STATE_FILE)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{checkpoint}: no {STATE_FILE}; the checkpoint is incomplete")
+        with open(path, encoding="utf-8") as f:
+            state = json.load(f)
+        self.tt_epoch_state = dict(state["epoch_state"])
+        if self.tt_filter is not None and state.get("filter"):
+            self.tt_filter.load_state_dict(state["filter"])
+
+    # ---------------------------------------------------------------- rewards and batch building
+    def _calculate_rewards(
+        self, inputs: list[dict], prompts: list, completions: list, completion_ids_list: list
+    ) -> torch.Tensor:
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        t0 = time.perf_counter()
+        if "prompt_index" in inputs[0]:
+            local = torch.tensor([int(x["prompt_index"]) for x in inputs], device=self.accelerator.device)
+            prompt_index = self.accelerator.gather(local).tolist()
+        else:
+            prompt_index = [-1] * rewards_per_func.size(0)
+        self._tt_last = (rewards_per_func, prompt_index)
+        if self.tt_filter is not None and self.model.training:
+            if prompt_index[0] < 0:
+                raise ValueError(
+                    "pre-rollout filtering needs a 'prompt_index' column in the training dataset"
+                )
+            self.tt_filter.update(
+                prompt_index, self._tt_total(rewards_per_func).tolist(), self.num_generations
+            )
+        self.tt_own_seconds += time.perf_counter() - t0
+        return rewards_per_func
+
+    def _tt_total(self, rewards_per_func: torch.Tensor) -> torch.Tensor:
+        weights = self.reward_weights.to(rewards_per_func.device).unsqueeze(0)
+        total = (rewards_per_func * weights).nansum(dim=1)
+        total[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan
+        return total
+
+    def _generate_and_score_completions(self, inputs: list[dict]) -> dict[str, Any]:
+        training = self.model.training
+        select = training and self.tt_selecting
+        saved_beta = self.beta
+        t0 = time.perf_counter()
+        if select:
+            self.beta = 0.0  # defer the reference pass until we know which rows survive
+        try:
+            out = super()._generate_and_score_completions(inputs)
+        finally:
+            self.beta = saved_beta
+        if not training:
+            return out
+        t1 = time.perf_counter()
+        rewards_per_func, _ = self._tt_last
+        total = self._tt_total(rewards_per_func).tolist()
+        n = self.num_generations
+        stats = group_stats(total, n, self.tt_filter.max_reward if self.tt_filter else 1.0)
+        metrics = self._metrics["train"]
+        metrics["tooltune/zero_variance_share"].append(stats.zero_variance)
+        metrics["tooltune/all_correct_share"].append(stats.all_correct)
+        metrics["tooltune/all_wrong_share"].append(stats.all_wrong)
+        if self.tt_filter is not None:
+            skipped = self.tt_epoch_state["prompts_skipped"]
+            metrics["tooltune/prompts_skipped_epoch"].append(float(skipped))
+            metrics["tooltune/rollouts_saved_epoch"].append(float(skipped * n))
+        if self.tt_region_fn is not None:
+            out["tt_region"] = self.tt_region_fn(out["completion_ids"], out["completion_mask"])
+        if select:
+            out = self._tt_select(out, total, saved_beta)
+        metrics["tooltune/rollouts_generated"].append(float(len(total)))
+        metrics["tooltune/tokens_trained"].append(float(out["num_items_in_batch"]))
+        self._tt_gen_time += time.perf_counter() - t0
+        self.tt_own_seconds += time.perf_counter() - t1
+        return out
+
+    def _tt_select(self, out: dict[str, Any], total: list[float], beta: float) -> dict[str, Any]:
+        n, device = self.num_generations, self.accelerator.device
+        m = self.tt_m if self.tt_m is not None else n
+        keep_global = select_rollouts(total, n, m, self.tt_drop_zero)
+        rows = out["completion_ids"].size(0)
+        lo = self.accelerator.process_index * rows
+        keep = [i - lo for i in keep_global if lo <= i < lo + rows]
+        padding = padding_rows(keep, rows, self.args.steps_per_generation)
+        mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
+        lengths = mask.sum(dim=1)
+        kept_tokens = lengths[keep].sum() if keep else lengths.new_zeros(())
+        stats = torch.tensor([float(rows - len(keep)), float(lengths.sum() - kept_tokens)], device=device)
+        dropped_rows, saved_tokens = self.accelerator.gather(stats).view(-1, 2).sum(dim=0).tolist()
+        self._metrics["train"]["tooltune/rollouts_dropped"].append(dropped_rows)
+        self._metrics["train"]["tooltune/tokens_saved"].append(saved_tokens)
+
+        if self.tt_adv_mode == "kept":
+            group_ids = [i // n for i in keep_global]
+            adv_global = group_advantages([total[i] for i in keep_global], group_ids, self.scale_rewards)
+            lookup = dict(zip(keep_global, adv_global, strict=True))
+            advantages = torch.tensor([lookup[lo + i] for i in keep], dtype=torch.float32, device=device)
+        else:
+            advantages = out["advantages"][keep]
+        new = select_rows(out, keep + padding, rows)
+        new["advantages"] = torch.cat([advantages, advantages.new_zeros(len(padding))])
+        if padding:
+            new["completion_mask"][len(keep) :] = 0
+        trim_padding(new)
+        loss_mask = (
+            new["completion_mask"] if "tool_mask" not in new else new["completion_mask"] * new["tool_mask"]
+        )
+        new["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        if beta != 0.0:
+            new["ref_per_token_logps"] = self._tt_ref_logps(new)
+        return new
+
+    def _tt_ref_logps(self, batch: dict[str, Any]) -> torch.Tensor:
+        from trl.models.utils import disable_gradient_checkpointing
+
+        ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+        attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+        keep = batch["completion_ids"].size(1)
+        with (
+            torch.no_grad(),
+            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+        ):
+            if self.ref_model is not None:
+                logps, _, _ = self._get_per_token_logps_and_entropies(
+                    self.ref_model, ids, attn, keep, batch_size=self.args.per_device_train_batch_size
+                )
+            else:
+                from trl.models.utils import use_adapter
+
+                model = self.accelerator.unwrap_model(self.model)
+                with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
+                    logps, _, _ = self._get_per_token_logps_and_entropies(
+                        self.model, ids, attn, keep, batch_size=self.args.per_device_train_batch_size
+                    )
+        return logps
+
+    # ---------------------------------------------------------------- timing and entropy split
+    def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
+        # Generation happens inside the first micro-step of a generation batch (TRL's _prepare_inputs);
+        # subtract it so "update_time" is the forward/backward time of the optimizer step alone.
+        self._tt_gen_time = 0.0
+        t0 = time.perf_counter()
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        self._tt_update_acc += time.perf_counter() - t0 - self._tt_gen_time
+        self._tt_rollout_acc += self._tt_gen_time
+        if self._step % self.current_gradient_accumulation_steps == 0:
+            self._metrics["train"]["tooltune/update_time"].append(self._tt_update_acc)
+            self._metrics["train"]["tooltune/rollout_time"].append(self._tt_rollout_acc)
+            self._tt_update_acc = self._tt_rollout_acc = 0.0
+        return loss
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> tuple:
+        logps, entropies, aux = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if kwargs.get("compute_entropy") and entropies is not None:
+            self._tt_entropies = entropies.detach()
+        return logps, entropies, aux
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        self._tt_entropies = None
+        loss = super()._compute_loss(model, inputs)
+        t0 = time.perf_counter()
+        region = inputs.get("tt_region")
+        if region is not None and self._tt_entropies is not None and self.model.training:
+            mask = inputs["completion_mask"].bool()
+            ent = self._tt_entropies
+            sums = torch.stack(
+                [(ent * ((region == code) & mask)).sum() for code in (1, 2)]
+                + [((region == code) & mask).sum().to(ent.dtype) for code in (1, 2)]
+            )
+            s = self.accelerator.gather(sums).view(-1, 4).sum(dim=0).tolist()
+            for name, tot, cnt in (("reasoning", s[0], s[2]), ("tool_call", s[1], s[3])):
+                if cnt:
+                    self._metrics["train"][f"tooltune/entropy_{name}"].append(tot / cnt)
+        self.tt_own_seconds += time.perf_counter() - t0
+        return loss

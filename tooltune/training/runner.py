@@ -1,0 +1,334 @@
+"""Run a training config end to end: SFT warm start and/or GRPO, checkpoints, resume, final model.
+
+Run directory layout (`run.output_dir`):
+    config.yaml          the resolved config
+    metrics.jsonl        one record per logged step: {"stage": "sft"|"grpo", "step", ...}
+    sft/checkpoint-N/    SFT checkpoints; sft/final/ the warm-start model
+    grpo/checkpoint-N/   GRPO checkpoints (tooltune_state.json holds filter state; written last)
+    final/               the trained model + tokenizer
+    summary.json         steps, held-out accuracy history, wall time
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+from tooltune.training.config import ConfigError, TrainConfig, dump_config, resolve_template
+from tooltune.training.grpo import STATE_FILE
+
+logger = logging.getLogger(__name__)
+
+
+def last_complete_checkpoint(folder: str | Path) -> str | None:
+    """Newest checkpoint-N holding our state file (written last, so a kill mid-save is never picked)."""
+    best, best_step = None, -1
+    p = Path(folder)
+    if not p.is_dir():
+        return None
+    for child in p.iterdir():
+        m = re.fullmatch(r"checkpoint-(\d+)", child.name)
+        complete = m and (child / STATE_FILE).is_file() and (child / "trainer_state.json").is_file()
+        if complete and int(m.group(1)) > best_step:
+            best, best_step = str(child), int(m.group(1))
+    return best
+
+
+class _CheckpointMarker(TrainerCallback):
+    """For trainers without our own state (SFT): mark a checkpoint complete after it is written."""
+
+    def on_save(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if state.is_world_process_zero:
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if folder.is_dir():
+                tmp = folder / (STATE_FILE + ".tmp")
+                tmp.write_text(json.dumps({"global_step": state.global_step}), encoding="utf-8")
+                tmp.replace(folder / STATE_FILE)
+
+
+def on_cpu(cfg: TrainConfig) -> bool:
+    import torch
+
+    return cfg.run.device == "cpu" or (cfg.run.device == "auto" and not torch.cuda.is_available())
+
+
+def world_size() -> int:
+    """Processes of this launch (torchrun / accelerate launch set WORLD_SIZE) before any state exists."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) -> Any:
+    """Translate the `grpo` and `run` sections to TRL's GRPOConfig (papers' batch = prompts per step)."""
+    from trl import GRPOConfig
+
+    g, r = cfg.grpo, cfg.run
+    n, per_dev = g.num_generations, g.per_device_batch_size
+    ppu = g.prompts_per_update or g.prompts_per_step
+    per_update, per_gen = ppu * n, g.prompts_per_step * n
+    if per_update % (per_dev * processes):
+        raise ConfigError(
+            f"grpo.per_device_batch_size: prompts_per_update x num_generations ({per_update}) must be "
+            f"divisible by per_device_batch_size x processes ({per_dev} x {processes})"
+        )
+    return GRPOConfig(
+        output_dir=output_dir,
+        seed=r.seed,
+        num_generations=n,
+        per_device_train_batch_size=per_dev,
+        gradient_accumulation_steps=per_update // (per_dev * processes),
+        steps_per_generation=per_gen // (per_dev * processes),
+        num_train_epochs=g.epochs,
+        max_steps=g.max_steps,
+        learning_rate=g.learning_rate,
+        lr_scheduler_type=g.lr_scheduler,
+        warmup_steps=g.warmup_ratio,
+        weight_decay=g.weight_decay,
+        max_grad_norm=g.max_grad_norm,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        top_k=g.top_k,
+        max_completion_length=g.max_completion_length,
+        beta=g.beta,
+        epsilon=g.epsilon,
+        epsilon_high=g.epsilon_high or None,
+        loss_type=g.loss_type,
+        scale_rewards=g.scale_rewards,
+        entropy_coef=g.entropy_coef,
+        num_iterations=g.num_iterations,
+        mask_truncated_completions=g.mask_truncated_completions,
+        use_vllm=g.use_vllm,
+        vllm_mode=g.vllm_mode,
+        vllm_gpu_memory_utilization=g.vllm_gpu_memory_utilization,
+        **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {}),
+        save_strategy="steps",
+        save_steps=r.save_steps,
+        save_total_limit=r.save_total_limit,
+        logging_steps=r.logging_steps,
+        report_to=list(r.report_to) or "none",
+        log_completions=r.log_completions,
+        use_cpu=cpu,
+        bf16=r.bf16 and not cpu,
+        gradient_checkpointing=r.gradient_checkpointing and not cpu,
+    )
+
+
+def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
+    """The rewards engineer's CompositeReward behind its TRL adapter (logs every component)."""
+    from tooltune.rewards import CompositeReward
+    from tooltune.rewards.adapters import TRLRewardFunction
+
+    rc = cfg.reward
+    template = resolve_template(rc.template or cfg.data.template, "reward.template")
+    params = dict(rc.params)
+    if not rc.require_format:  # only the binary-style components take it; the default needs no mention
+        params.setdefault("require_format", False)
+    try:
+        composite = CompositeReward(
+            dict(rc.components),
+            template=template,
+            format_mode=rc.format_mode,
+            **params,
+        )
+    except (KeyError, ValueError) as e:
+        raise ConfigError(f"reward.components / reward.params: {e}") from None
+    return [TRLRewardFunction(composite)]
+
+
+def _load(cfg: TrainConfig, path: str, cpu: bool) -> tuple[Any, Any]:
+    from tooltune.models import load_model_and_tokenizer
+
+    dtype = "float32" if cpu else cfg.model.dtype
+    return load_model_and_tokenizer(path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code)
+
+
+def _rows(cfg: TrainConfig, path: str, limit: int, key: str = "data.train") -> list[dict[str, Any]]:
+    from tooltune.training.data import grpo_rows, load_samples
+
+    d = cfg.data
+    return grpo_rows(
+        load_samples(path, limit, key), d.template, d.history, d.keep_reasoning, d.system_prompt or None
+    )
+
+
+def train(
+    cfg: TrainConfig,
+    resume: bool = False,
+    reward_funcs: list[Any] | None = None,
+    train_rows: list[dict[str, Any]] | None = None,
+    val_rows: list[dict[str, Any]] | None = None,
+) -> Path:
+    """Run the enabled stages; with `resume`, continue from the last complete checkpoint of each stage."""
+    t_start = time.perf_counter()
+    cfg = resolved(cfg.validate())
+    if not cfg.model.name_or_path:
+        raise ConfigError("model.name_or_path: required (a model directory or hub id)")
+    run_dir = Path(cfg.run.output_dir)
+    # Data errors (missing ground truth, bad records) stop the run here, before any model is loaded.
+    rows = train_rows if train_rows is not None else _rows(cfg, cfg.data.train, cfg.data.max_train_samples)
+    from tooltune.training.data import check_rows
+
+    check_rows(rows)
+    if not rows:
+        raise ConfigError("data.train: no training rows")
+    if val_rows is None and cfg.data.val:
+        val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
+    val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_config(cfg, run_dir / "config.yaml")
+    metrics = run_dir / "metrics.jsonl"
+    cpu = on_cpu(cfg)
+    model_path = cfg.model.name_or_path
+    summary: dict[str, Any] = {"config": cfg.name, "run_dir": str(run_dir)}
+    if cfg.sft.enabled:
+        model_path = _sft_stage(cfg, rows, run_dir, metrics, cpu, resume, summary)
+    if cfg.grpo.enabled:
+        reward_funcs = reward_funcs if reward_funcs is not None else build_reward_funcs(cfg)
+        _grpo_stage(
+            cfg, model_path, rows, val_rows or [], run_dir, metrics, cpu, resume, reward_funcs, summary
+        )
+    summary["seconds"] = time.perf_counter() - t_start
+    if _is_main():
+        (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return run_dir
+
+
+def resolved(cfg: TrainConfig) -> TrainConfig:
+    """A copy with template specs ("module:name") resolved to registered template names."""
+    cfg = copy.deepcopy(cfg)
+    cfg.data.template = resolve_template(cfg.data.template)
+    if cfg.reward.template:
+        cfg.reward.template = resolve_template(cfg.reward.template, "reward.template")
+    return cfg
+
+
+def _is_main() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _sft_stage(
+    cfg: TrainConfig, rows: list[dict], run_dir: Path, metrics: Path, cpu: bool, resume: bool, summary: dict
+) -> str:
+    from tooltune.training.data import load_samples, sft_rows
+    from tooltune.training.diagnostics import MetricsLogger, truncate_metrics
+    from tooltune.training.sft import run_sft_torch, run_sft_trl
+
+    final = run_dir / "sft" / "final"
+    if resume and (final / "config.json").is_file():
+        logger.info("SFT already finished in %s; skipping", final)
+        return str(final)
+    d = cfg.data
+    samples = load_samples(d.train, d.max_train_samples)
+    srows = sft_rows(
+        samples,
+        d.template,
+        d.history,
+        d.keep_reasoning,
+        d.system_prompt or None,
+        cfg.sft.with_reasoning,
+        cfg.sft.target,
+    )
+    model, tok = _load(cfg, cfg.model.name_or_path, cpu)
+    if cfg.sft.engine == "torch":
+        if world_size() > 1:
+            raise ConfigError(
+                "sft.engine: 'torch' is a single-process loop; use 'trl' with several processes"
+            )
+        truncate_metrics(metrics, "sft", 0)
+        summary["sft"] = run_sft_torch(cfg, model, tok, srows, metrics, "cpu" if cpu else "cuda")
+    else:
+        ckpt = last_complete_checkpoint(run_dir / "sft") if resume else None
+        truncate_metrics(metrics, "sft", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
+        trainer = run_sft_trl(
+            cfg,
+            model,
+            tok,
+            srows,
+            str(run_dir / "sft"),
+            cpu,
+            [MetricsLogger(metrics, "sft"), _CheckpointMarker()],
+            resume=ckpt,
+        )
+        model = trainer.model
+        summary["sft"] = {"steps": trainer.state.global_step}
+    if _is_main():
+        model.save_pretrained(final)
+        tok.save_pretrained(final)
+    _barrier()  # other ranks load the warm start from `final` next
+    return str(final)
+
+
+def _barrier() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def _grpo_stage(
+    cfg: TrainConfig,
+    model_path: str,
+    rows: list[dict],
+    val_rows: list[dict],
+    run_dir: Path,
+    metrics: Path,
+    cpu: bool,
+    resume: bool,
+    reward_funcs: list[Any],
+    summary: dict,
+) -> None:
+    from datasets import Dataset
+
+    from tooltune.training.data import drop_long_prompts
+    from tooltune.training.diagnostics import HeldOutEval, MetricsLogger, RegionTagger, truncate_metrics
+    from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from tooltune.training.selection import PromptFilter
+
+    model, tok = _load(cfg, model_path, cpu)
+    rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
+    summary["prompts_dropped_too_long"] = dropped
+    out_dir = run_dir / "grpo"
+    ckpt = last_complete_checkpoint(out_dir) if resume else None
+    if resume and ckpt is None:
+        logger.info("no complete GRPO checkpoint in %s; starting GRPO from the beginning", out_dir)
+    truncate_metrics(metrics, "grpo", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
+    f, ds = cfg.filter, cfg.downsample
+    template = cfg.reward.template or cfg.data.template
+    trainer = ToolTuneGRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=grpo_args(cfg, str(out_dir), cpu, world_size()),
+        train_dataset=Dataset.from_list(rows),
+        processing_class=tok,
+        prompt_filter=PromptFilter(k=f.k, max_reward=f.max_reward, reset_after_skip=f.reset_after_skip)
+        if f.enabled
+        else None,
+        downsample_m=ds.m if ds.enabled else None,
+        drop_zero_variance=ds.enabled and ds.drop_zero_variance,
+        advantage_mode=ds.advantage,
+        region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split else None,
+    )
+    trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds))
+    dg = cfg.diagnostics
+    heldout = HeldOutEval(
+        trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size
+    )
+    trainer.add_callback(heldout)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    trainer.train(resume_from_checkpoint=ckpt)
+    if trainer.accelerator.is_main_process:
+        trainer.save_model(str(run_dir / "final"))
+        tok.save_pretrained(run_dir / "final")
+    summary["grpo"] = {
+        "steps": trainer.state.global_step,
+        "resumed_from": ckpt,
+        "heldout_exact_match": heldout.history,
+        "filter": trainer.tt_filter.state_dict() if trainer.tt_filter else None,
+    }
