@@ -1,0 +1,217 @@
+"""Efficiency benchmark: vanilla GRPO vs GRPO + pre-rollout filtering + max-variance down-sampling.
+
+From the same SFT warm start, data and seed (a quickstart run, stopped after its warm-start
+evaluation), train each variant for the same training wall-time budget, evaluating greedy held-out
+exact match at regular step intervals (evaluation time is kept off the training clock):
+
+  (a) vanilla        TRL GRPO as shipped (n rollouts per prompt, all back-propagated)
+  (b) filter+ds      online pre-rollout filtering (k consecutive all-correct epochs -> skip; Eq. 4-6 of
+                     arXiv 2606.00135) + max-variance down-sampling to m of n rollouts (Eq. 7)
+  filter only, down-sampling only (ablation; --no-ablation skips them)
+
+speed-up = wall time for (a) to reach its best held-out accuracy / wall time for (b) to reach that
+accuracy (the efficiency paper's "matched accuracy" speed-up; it reports 1.7x single-turn).
+Also reported per variant: rollouts generated, tokens back-propagated, rollout vs update time.
+The RL prompt set is a small subset of the training prompts so that several epochs fit the budget
+(filtering only acts from the second epoch on).
+
+`--multi-step` runs the multi-step variant instead (tool results in the history, native template
+with reasoning history, tool-call correctness only: no format term).
+
+Run: python bench/efficiency.py [--out DIR] [--budget-s 300] [--seed 0] [--multi-step]
+     (or `tooltune bench efficiency --out DIR`)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+VARIANTS = {
+    "vanilla": {"filter_k": 0, "downsample_m": 0},
+    "filter+downsample": {"filter_k": 1, "downsample_m": 4},
+    "filter_only": {"filter_k": 1, "downsample_m": 0},
+    "downsample_only": {"filter_k": 0, "downsample_m": 4},
+}
+
+
+def time_to_reach(curve: list[dict[str, Any]], target: float) -> float | None:
+    """First training time at which the curve's accuracy is >= target (None if never)."""
+    for point in curve:
+        if point["accuracy"] >= target - 1e-12:
+            return point["train_s"]
+    return None
+
+
+def speedup(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
+    """Time for (a) to reach its best accuracy divided by the time for (b) to reach the same accuracy."""
+    best = max(p["accuracy"] for p in a)
+    t_a, t_b = time_to_reach(a, best), time_to_reach(b, best)
+    # no ratio when (a) never improved on the warm start (t_a == 0) or (b) never got there
+    ratio = (t_a / t_b if t_b else math.inf) if t_b is not None and t_a else None
+    return {"target_accuracy": best, "time_a_s": t_a, "time_b_s": t_b, "speedup": ratio}
+
+
+def plot(results: dict[str, Any], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, r in results.items():
+        ax.plot(
+            [p["train_s"] for p in r["curve"]],
+            [p["accuracy"] for p in r["curve"]],
+            marker="o",
+            ms=3,
+            label=name,
+        )
+    ax.set_xlabel("training wall time (s, evaluation excluded)")
+    ax.set_ylabel("held-out exact match")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="runs/bench_efficiency", help="output folder (efficiency.json, PNG)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--budget-s", type=float, default=240.0, help="training wall time per variant")
+    ap.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
+    ap.add_argument("--eval-samples", type=int, default=300, help="held-out samples per evaluation")
+    ap.add_argument("--rl-prompts", type=int, default=256, help="RL prompt set (several epochs must fit)")
+    ap.add_argument("--no-ablation", action="store_true", help="run only (a) and (b)")
+    ap.add_argument("--reference", default="", help="efficiency.json whose vanilla run (a) is reused")
+    ap.add_argument("--variants", default="", help=f"comma-separated subset of {', '.join(VARIANTS)}")
+    ap.add_argument("--multi-step", action="store_true", help="the multi-step variant")
+    ap.add_argument("--mini", action="store_true", help="smoke-test sizes (seconds, not a measurement)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1: robust on a shared machine)")
+    ap.add_argument(
+        "--warm-start",
+        default="",
+        help="reuse this quickstart run directory (same seed and settings) for data, model and warm start",
+    )
+    args = ap.parse_args(argv)
+
+    import torch
+
+    from tooltune.quickstart.grpo import GRPOSettings, grpo_train
+    from tooltune.quickstart.run import Pipeline, environment, make_config
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    overrides: dict[str, Any] = {"seed": args.seed, "threads": args.threads}
+    if args.multi_step:
+        overrides["multi_step"] = True
+    warm_dir = Path(args.warm_start) if args.warm_start else out / "warm_start"
+    base = Pipeline(
+        warm_dir,
+        make_config("mini" if args.mini else "default", **overrides),
+        say=lambda s: print(s, flush=True),
+    )
+    print("== warm start (quickstart stages data, model, sft, eval_sft; reused when present)", flush=True)
+    base.run(stop_after="eval_sft")
+    sp = base.splits()
+    rl = sp["train"][: args.rl_prompts]
+    heldout = sp["heldout"][: args.eval_samples]
+    c = base.cfg
+    chosen = [v for v in args.variants.split(",") if v] or list(VARIANTS)
+    unknown = sorted(set(chosen) - set(VARIANTS))
+    if unknown:
+        ap.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
+    variants = {
+        k: v for k, v in VARIANTS.items() if k in chosen and not (args.no_ablation and k.endswith("_only"))
+    }
+    results: dict[str, Any] = {}
+    for name, knobs in variants.items():
+        print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
+        s = GRPOSettings(
+            steps=10**6,
+            prompts=c.grpo_prompts,
+            generations=c.grpo_generations,
+            lr=c.grpo_lr,
+            temperature=c.grpo_temperature,
+            max_new_tokens=c.max_new_tokens,
+            seed=args.seed,
+            eval_every=args.eval_every,
+            wall_budget_s=args.budget_s,
+            require_format=not args.multi_step,
+            **knobs,
+        )
+        t = time.perf_counter()
+        r = grpo_train(base.model_dir("sft"), out / "models" / name, rl, heldout, s, c.eval_batch)
+        r["bench_wall_s"] = time.perf_counter() - t
+        r.pop("log")
+        results[name] = r
+        best = max(p["accuracy"] for p in r["curve"])
+        print(
+            f"   steps {r['steps']}, best held-out {best:.3f}, end {r['curve'][-1]['accuracy']:.3f}, "
+            f"rollouts {r['rollouts_generated']:.0f}, tokens trained {r['tokens_trained']:.0f}, "
+            f"rollout {r['rollout_s']:.0f} s / update {r['update_s']:.0f} s",
+            flush=True,
+        )
+    if "vanilla" not in results:  # ablation-only run: compare with (a) from an earlier run
+        if not args.reference:
+            ap.error("--variants without vanilla needs --reference EFFICIENCY_JSON (the run holding (a))")
+        results = {"vanilla": json.loads(Path(args.reference).read_text())["variants"]["vanilla"], **results}
+    a = results["vanilla"]["curve"]
+    report: dict[str, Any] = {
+        "task": "multi_step" if args.multi_step else "single_turn",
+        "seed": args.seed,
+        "budget_s_per_variant": args.budget_s,
+        "rl_prompts": len(rl),
+        "eval_samples": len(heldout),
+        "warm_start_step": base.result("sft")["chosen_step"],
+        "environment": environment(),
+        "vanilla_from": args.reference if "vanilla" not in variants else "this run",
+        "variants": results,
+        "speedup": {k: speedup(a, r["curve"]) for k, r in results.items() if k != "vanilla"},
+        "end_accuracy": {k: r["curve"][-1]["accuracy"] for k, r in results.items()},
+    }
+    ends = report["end_accuracy"]
+    report["end_ge_vanilla"] = {k: ends[k] >= ends["vanilla"] for k in ends if k != "vanilla"}
+    name = "efficiency_multi_step" if args.multi_step else "efficiency"
+    (out / f"{name}.json").write_text(json.dumps(report, indent=1))
+    plot(results, out / f"{name}.png", f"held-out accuracy vs training time ({report['task']})")
+    print(
+        "\n| variant | steps | best acc | end acc | rollouts | tokens trained | rollout s | update s "
+        "| speed-up |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for k, r in results.items():
+        sp_k = report["speedup"].get(k, {}).get("speedup")
+        best, end = max(p["accuracy"] for p in r["curve"]), r["curve"][-1]["accuracy"]
+        if k == "vanilla":
+            ratio = "-"
+        elif not report["speedup"][k]["time_a_s"]:
+            ratio = "n/a ((a) never improved)"
+        else:
+            ratio = "never reached" if sp_k is None else f"{sp_k:.2f}x"
+        print(
+            f"| {k} | {r['steps']} | {best:.3f} | {end:.3f} | {r['rollouts_generated']:.0f} | "
+            f"{r['tokens_trained']:.0f} | {r['rollout_s']:.0f} | {r['update_s']:.0f} | {ratio} |"
+        )
+    for k, sp_k in report["speedup"].items():
+        shown = None if sp_k["speedup"] is None else round(sp_k["speedup"], 2)
+        print(
+            f"\nspeed-up {k} vs vanilla at vanilla's best accuracy {sp_k['target_accuracy']:.3f}: {shown}; "
+            f"end accuracy >= vanilla's: {report['end_ge_vanilla'][k]}"
+        )
+    print(f"wrote {out / (name + '.json')} and {out / (name + '.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
