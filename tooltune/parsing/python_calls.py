@@ -7,6 +7,7 @@ bracket-aware, linear); single argument values go through `ast.literal_eval`, ne
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Any
 
 from tooltune.parsing.json_calls import loads_strict, strip_fence
@@ -14,12 +15,12 @@ from tooltune.parsing.limits import MAX_CALLS, MAX_CHARS, MAX_DEPTH
 from tooltune.schema import ToolCall
 
 
-def _nesting_depth(s: str, limit: int) -> int:
-    """Max bracket depth outside string literals, stopping early once `limit` is exceeded."""
-    depth = best = 0
+def _code_chars(s: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, character) of each character from `start` that lies outside a string literal."""
     quote = ""
     escaped = False
-    for ch in s:
+    for i in range(start, len(s)):
+        ch = s[i]
         if quote:
             if escaped:
                 escaped = False
@@ -29,13 +30,21 @@ def _nesting_depth(s: str, limit: int) -> int:
                 quote = ""
         elif ch in "\"'":
             quote = ch
-        elif ch in "[{(":
+        else:
+            yield i, ch
+
+
+def _nesting_depth(s: str, limit: int) -> int:
+    """Max bracket depth outside string literals, stopping early once `limit` is exceeded."""
+    depth = best = 0
+    for _, ch in _code_chars(s):
+        if ch in _OPENERS:
             depth += 1
             if depth > best:
                 best = depth
                 if best > limit:
                     return best
-        elif ch in "]})":
+        elif ch in _CLOSERS:
             depth -= 1
     return best
 
@@ -137,20 +146,8 @@ def _one_python_call(s: str, pos: int) -> tuple[ToolCall | None, int, str | None
 def _value_end(s: str, pos: int) -> int:
     """Index of the ',' or ')' ending the value that starts at `pos` (string- and bracket-aware)."""
     depth = 0
-    quote = ""
-    escaped = False
-    for i in range(pos, len(s)):
-        ch = s[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in _OPENERS:
+    for i, ch in _code_chars(s, pos):
+        if ch in _OPENERS:
             depth += 1
         elif ch in _CLOSERS:
             if depth == 0:
