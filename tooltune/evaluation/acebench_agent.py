@@ -155,7 +155,7 @@ class MessageApi(BaseApi):
         return self._extreme_id(latest=False)
 
 
-_TODO_EN = ("First, help Frank place a food delivery order at \"Hema Fresh,\" ordering two \"Fresh Gift "
+_NOTE_EN = ("First, help Frank place a food delivery order at \"Hema Fresh,\" ordering two \"Fresh Gift "
             "Packs.\" Then, send a message to Frank saying, \"The price of the purchased goods is () yuan.\" "
             "Replace the parentheses with the actual amount, keeping one decimal place.")
 
@@ -166,7 +166,7 @@ class ReminderApi(BaseApi):
         self.max_capacity = 6
         rows = [("Doctor's Appointment", "Visit Dr. Smith for a checkup.", "2024-07-15 09:30"),
                 ("Team Meeting", "Monthly project review with the team.", "2024-07-17 11:00"),
-                ("To-do list", _TODO_EN, "2024-07-16 11:00")]
+                ("To-do list", _NOTE_EN, "2024-07-16 11:00")]
         self.reminder_list: dict[int, dict[str, Any]] = {
             i: {"reminder_id": 1000 + i, "title": t, "description": d, "time": tm, "notified": False}
             for i, (t, d, tm) in enumerate(rows, 1)}

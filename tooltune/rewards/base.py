@@ -14,6 +14,7 @@ A reward is a small picklable object (configuration only, no closures) with
 
 from __future__ import annotations
 
+import abc
 import functools
 import json
 import logging
@@ -107,7 +108,7 @@ def check_template(template: str, format_mode: str, where: str) -> None:
         raise ValueError(f"{where}.format_mode: expected one of {MODES}, got {format_mode!r}")
 
 
-class Reward:
+class Reward(abc.ABC):
     """Base class: subclasses set `name`, `lo`, `hi` and implement `score`."""
 
     name = "reward"
@@ -126,8 +127,9 @@ class Reward:
         fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({fields})"
 
+    @abc.abstractmethod
     def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
-        raise NotImplementedError
+        """The reward of the completion held by `ctx` against `gold`, within [lo, hi]."""
 
     def parsed(self, ctx: ParseCache) -> Parsed:
         return ctx.get(self.grammar, self.format_mode)
