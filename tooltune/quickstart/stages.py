@@ -153,7 +153,7 @@ class SFTLoop:
             )
             p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
             a_ids = tok(answer_text(sft_calls(s)) + tok.eos_token, add_special_tokens=False)["input_ids"]
-            self.rows.append((p_ids, a_ids))
+            self.rows.append((p_ids + a_ids, [-100] * len(p_ids) + a_ids))  # (input ids, labels)
         self.rng = random.Random(seed)
         self.opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
         self.step, self.loss = 0, float("nan")
@@ -161,19 +161,14 @@ class SFTLoop:
     def train(self, steps: int | None = None, seconds: float | None = None) -> int:
         import torch
 
+        from tooltune.training.sft import pad_batch
+
         done, t0 = 0, time.perf_counter()
         pad = self.tok.pad_token_id
         self.model.train()
         while (steps is None or done < steps) and (seconds is None or time.perf_counter() - t0 < seconds):
             rows = [self.rows[self.rng.randrange(len(self.rows))] for _ in range(self.batch)]
-            width = max(len(a) + len(b) for a, b in rows)
-            ids = torch.full((len(rows), width), pad)
-            labels = torch.full((len(rows), width), -100)
-            att = torch.zeros((len(rows), width), dtype=torch.long)
-            for i, (a, b) in enumerate(rows):
-                ids[i, : len(a) + len(b)] = torch.tensor(a + b)
-                labels[i, len(a) : len(a) + len(b)] = torch.tensor(b)
-                att[i, : len(a) + len(b)] = 1
+            ids, att, labels = pad_batch(rows, pad)
             for g in self.opt.param_groups:
                 g["lr"] = self.lr * min(1.0, (self.step + 1) / self.warmup)
             loss = self._loss(ids, att, labels)

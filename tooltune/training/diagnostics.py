@@ -137,39 +137,21 @@ def greedy_exact_match(
     max_new_tokens: int = 256,
     batch_size: int = 16,
 ) -> float:
-    """Held-out exact match: greedy completions scored by tooltune.rewards' binary reward."""
-    import torch
-
+    """Held-out exact match: greedy completions (through `HFBackend`) scored by the binary reward."""
+    from tooltune.evaluation.backends import GenerationRequest, HFBackend
     from tooltune.rewards.binary import binary_reward
 
     if not rows:
         return float("nan")
+    backend = HFBackend(model=model, tokenizer=tokenizer, batch_size=batch_size, name="held-out")
+    requests = [GenerationRequest(messages=r["prompt"], max_new_tokens=max_new_tokens) for r in rows]
     was_training = model.training
     model.eval()
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    hits = 0.0
     try:
-        for start in range(0, len(rows), batch_size):
-            batch = rows[start : start + batch_size]
-            texts = [
-                tokenizer.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True)
-                for r in batch
-            ]
-            enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(
-                model.device
-            )
-            with torch.no_grad():
-                gen = model.generate(
-                    **enc, do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id
-                )
-            outs = tokenizer.batch_decode(gen[:, enc["input_ids"].size(1) :], skip_special_tokens=True)
-            hits += sum(
-                binary_reward(o, r["answer"], template=template) for o, r in zip(outs, batch, strict=True)
-            )
+        outs = backend.generate(requests)
     finally:
-        tokenizer.padding_side = side
         model.train(was_training)
+    hits = sum(binary_reward(o[0], r["answer"], template=template) for o, r in zip(outs, rows, strict=True))
     return hits / len(rows)
 
 

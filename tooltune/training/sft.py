@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,17 @@ def _encode(tokenizer: Any, row: dict, max_length: int) -> tuple[list[int], list
     return ids, labels
 
 
+def pad_batch(batch: Sequence[tuple[list[int], list[int]]], pad_id: int, device: str = "cpu") -> tuple:
+    """Right-pad (input ids, labels) pairs: (input_ids, attention_mask, labels), labels -100 on pads."""
+    import torch
+
+    width = max(len(ids) for ids, _ in batch)
+    ids = torch.tensor([x + [pad_id] * (width - len(x)) for x, _ in batch], device=device)
+    labels = torch.tensor([y + [-100] * (width - len(y)) for _, y in batch], device=device)
+    attn = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x, _ in batch], device=device)
+    return ids, attn, labels
+
+
 def run_sft_torch(
     cfg: Any, model: Any, tokenizer: Any, rows: list[dict], metrics_path: str | Path, device: str = "cpu"
 ) -> dict[str, float]:
@@ -120,10 +132,7 @@ def run_sft_torch(
         if len(order) < s.batch_size:
             order += torch.randperm(len(encoded), generator=g).tolist()
         batch, order = [encoded[i] for i in order[: s.batch_size]], order[s.batch_size :]
-        width = max(len(ids) for ids, _ in batch)
-        ids = torch.tensor([x + [pad] * (width - len(x)) for x, _ in batch], device=device)
-        labels = torch.tensor([y + [-100] * (width - len(y)) for _, y in batch], device=device)
-        attn = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x, _ in batch], device=device)
+        ids, attn, labels = pad_batch(batch, pad, device)
         loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
