@@ -140,10 +140,13 @@ def _parse_tagged_substring(text: str, think: tuple[str, str], call: tuple[str, 
     return reasoning, text[c0 + len(call[0]) : c1]
 
 
+def _split_tagged(text: str, mode: str, think: tuple[str, str], call: tuple[str, str]) -> tuple | str:
+    """(reasoning, call block) under `mode`'s rules, or the reason the text does not fit."""
+    return (_parse_tagged_strict if mode == "strict" else _parse_tagged_substring)(text, think, call)
+
+
 def _parse_tool_n1(text: str, mode: str) -> Parsed:
-    split = (_parse_tagged_strict if mode == "strict" else _parse_tagged_substring)(
-        text, ("<think>", "</think>"), ("<tool_call>", "</tool_call>")
-    )
+    split = _split_tagged(text, mode, ("<think>", "</think>"), ("<tool_call>", "</tool_call>"))
     if isinstance(split, str):
         return Parsed(None, None, False, split)
     reasoning, block = split
@@ -159,9 +162,7 @@ _REJECTION_NORMALIZED = _normalize_ws(R2IF_REJECTION)
 
 
 def _parse_r2if(text: str, mode: str) -> Parsed:
-    split = (_parse_tagged_strict if mode == "strict" else _parse_tagged_substring)(
-        text, ("<reason>", "</reason>"), ("<tool>", "</tool>")
-    )
+    split = _split_tagged(text, mode, ("<reason>", "</reason>"), ("<tool>", "</tool>"))
     if isinstance(split, str):
         return Parsed(None, None, False, split)
     reasoning, block = split
