@@ -213,6 +213,9 @@ def test_sizes_and_options(tmp_path: Path) -> None:
     n_params = sum(p.numel() for p in m.parameters())
     assert 300_000 < n_params < 1_000_000  # the ~0.5M model of the quickstart trials
     assert m.config.hidden_size == SIZES["small"].hidden_size
+    # 1/sqrt(hidden)-scale init: at 0.02 the 0.5M model plateaued for 2,000+ steps before copying arguments
+    assert m.config.initializer_range == SIZES["small"].initializer_range == 0.08
+    assert 0.05 < m.model.layers[0].self_attn.q_proj.weight.std().item() < 0.11
     ids = tok("Labutor is a city")["input_ids"]
     assert tok.convert_ids_to_tokens(ids[0]) == "Labutor"
     assert tok.decode(ids, skip_special_tokens=True) == "Labutor is a city"

@@ -131,3 +131,26 @@ def test_register_template_with_custom_system_prompt():
         get_template("missing")
     with pytest.raises(ValueError, match="history mode"):
         render_prompt(CASES[0], history="weird")
+
+
+def test_signature_tool_format_lists_types_enums_and_optional_parameters():
+    from tooltune.prompts import tool_signatures
+    from tooltune.schema import ToolSpec
+
+    tools = [
+        ToolSpec("get_weather", "", {"type": "object", "properties": {
+            "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+            "required": ["city", "unit"]}),
+        ToolSpec("ping", "Check the server.", {"type": "object", "properties": {}, "required": []}),
+    ]
+    assert tool_signatures(tools).splitlines() == [
+        "get_weather(city: string, unit: celsius|fahrenheit, days?: integer, tags?: list[string])",
+        "ping() - Check the server.",
+    ]
+    register_template("tiny_sig", "T:\n{tools}", "tool_n1", tools_format="signatures")
+    sample = Sample(id="s", source="t", category="simple", messages=[{"role": "user", "content": "hi"}],
+                    tools=tools, answer=[])
+    assert render_prompt(sample, "tiny_sig")[0]["content"] == "T:\n" + tool_signatures(tools)
+    with pytest.raises(ValueError, match="unknown tools_format"):
+        register_template("tiny_bad", "T:{tools}", "tool_n1", tools_format="yaml")

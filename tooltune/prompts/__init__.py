@@ -9,6 +9,7 @@ from tooltune.prompts.templates import (
     python_literal,
     register_template,
     render_answer,
+    tool_signatures,
     tools_block,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "render_answer",
     "render_prompt",
     "render_target",
+    "tool_signatures",
     "tools_block",
 ]

@@ -31,6 +31,38 @@ def tools_block(tools: Sequence[ToolSpec]) -> str:
     return "\n".join(json.dumps(t.to_dict(), ensure_ascii=False, separators=(", ", ": ")) for t in tools)
 
 
+def _signature_type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return "|".join(v if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"list[{_signature_type(schema.get('items'))}]"
+    return "|".join(kind) if isinstance(kind, list) else str(kind)
+
+
+def tool_signatures(tools: Sequence[ToolSpec]) -> str:
+    """One signature line per tool, e.g. ``get_weather(city: string, unit: celsius|fahrenheit)``.
+
+    Optional parameters end in ``?``; the description follows `` - ``. About a third of the tokens of
+    `tools_block` for the same tools: the format for small models whose cost grows with prompt length
+    (the quickstart's 0.5M-parameter model learns to copy arguments faster from shorter prompts)."""
+    lines = []
+    for t in tools:
+        required = set(t.required)
+        params = ", ".join(
+            f"{name}{'' if name in required else '?'}: {_signature_type(schema)}"
+            for name, schema in t.properties.items()
+        )
+        lines.append(f"{t.name}({params})" + (f" - {t.description}" if t.description else ""))
+    return "\n".join(lines)
+
+
+TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures}
+"""How a template lists the offered tools inside its system prompt."""
+
+
 TOOL_N1_SYSTEM = """You are an assistant that completes the user's task by calling tools when they help.
 
 # Tools
@@ -161,6 +193,8 @@ class PromptTemplate:
     name: str
     system: str
     """Text with a {tools} placeholder (and {rejection} for r2if)."""
+    tools_format: str = "json"
+    """A `TOOL_FORMATS` key: how {tools} is rendered."""
 
     @property
     def grammar(self) -> str:
@@ -169,7 +203,8 @@ class PromptTemplate:
     def system_prompt(self, tools: Sequence[ToolSpec], override: str | None = None) -> str:
         """The system text with the tool list filled in; `override` replaces the template's text."""
         text = self.system if override is None else override
-        return text.replace("{tools}", tools_block(tools)).replace("{rejection}", R2IF_REJECTION)
+        listing = TOOL_FORMATS[self.tools_format](tools)
+        return text.replace("{tools}", listing).replace("{rejection}", R2IF_REJECTION)
 
 
 TEMPLATES: dict[str, PromptTemplate] = {
@@ -180,10 +215,13 @@ TEMPLATES: dict[str, PromptTemplate] = {
 }
 
 
-def register_template(name: str, system: str, grammar: str) -> PromptTemplate:
-    """Add a prompt template (e.g. a compact system prompt for a tiny model) parsed with `grammar`."""
+def register_template(name: str, system: str, grammar: str, tools_format: str = "json") -> PromptTemplate:
+    """Add a prompt template (e.g. a compact system prompt for a tiny model) parsed with `grammar`;
+    `tools_format` is a `TOOL_FORMATS` key."""
+    if tools_format not in TOOL_FORMATS:
+        raise ValueError(f"unknown tools_format {tools_format!r}; known: {sorted(TOOL_FORMATS)}")
     register_grammar_alias(name, grammar)
-    TEMPLATES[name] = PromptTemplate(name, system)
+    TEMPLATES[name] = PromptTemplate(name, system, tools_format)
     return TEMPLATES[name]
 
 

@@ -71,7 +71,7 @@ class QuickstartConfig:
         default=0.4,
         metadata={"help": "warm start = first checkpoint whose greedy validation accuracy reaches this"},
     )
-    grpo_steps: int = field(default=80, metadata={"help": "GRPO optimizer steps"})
+    grpo_steps: int = field(default=120, metadata={"help": "GRPO optimizer steps"})
     grpo_prompts: int = field(default=8, metadata={"help": "prompts per GRPO step"})
     grpo_generations: int = field(default=8, metadata={"help": "rollouts per prompt (n)"})
     grpo_lr: float = field(
