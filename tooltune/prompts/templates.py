@@ -45,9 +45,9 @@ def _signature_type(schema: Any) -> str:
 def tool_signatures(tools: Sequence[ToolSpec]) -> str:
     """One signature line per tool, e.g. ``get_weather(city: string, unit: celsius|fahrenheit)``.
 
-    Optional parameters end in ``?``; the description follows `` - ``. About a third of the tokens of
-    `tools_block` for the same tools: the format for small models whose cost grows with prompt length
-    (the quickstart's 0.5M-parameter model learns to copy arguments faster from shorter prompts)."""
+    Optional parameters end in ``?``; the description follows `` - ``. Fewer tokens than
+    `tools_block` (quickstart prompts: 71 tokens on average instead of 105): the format for small models
+    whose cost grows with prompt length and that learn to copy arguments faster from shorter prompts."""
     lines = []
     for t in tools:
         required = set(t.required)
