@@ -34,12 +34,25 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# which techniques each variant switches on (their parameters: --filter-k, --downsample-m)
 VARIANTS = {
-    "vanilla": {"filter_k": 0, "downsample_m": 0},
-    "filter+downsample": {"filter_k": 1, "downsample_m": 4},
-    "filter_only": {"filter_k": 1, "downsample_m": 0},
-    "downsample_only": {"filter_k": 0, "downsample_m": 4},
+    "vanilla": {"filter_k": False, "downsample_m": False},
+    "filter+downsample": {"filter_k": True, "downsample_m": True},
+    "filter_only": {"filter_k": True, "downsample_m": False},
+    "downsample_only": {"filter_k": False, "downsample_m": True},
 }
+
+
+def variant_knobs(name: str, args: argparse.Namespace, base_lr: float) -> dict[str, Any]:
+    """GRPOSettings fields of one variant: its techniques get the command-line parameters."""
+    on = VARIANTS[name]
+    return {
+        "filter_k": args.filter_k if on["filter_k"] else 0,
+        "filter_reset": args.filter_reset,
+        "downsample_m": args.downsample_m if on["downsample_m"] else 0,
+        "advantage_mode": args.advantage,
+        "lr": base_lr * (1.0 if name == "vanilla" else args.lr_scale),
+    }
 
 
 def time_to_reach(curve: list[dict[str, Any]], target: float) -> float | None:
@@ -95,6 +108,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", default="", help="efficiency.json whose vanilla run (a) is reused")
     ap.add_argument("--variants", default="", help=f"comma-separated subset of {', '.join(VARIANTS)}")
     ap.add_argument("--multi-step", action="store_true", help="the multi-step variant")
+    ap.add_argument("--filter-k", type=int, default=1, help="filter: skip after k all-correct epochs")
+    ap.add_argument(
+        "--filter-reset",
+        action="store_true",
+        help="a skipped prompt returns one epoch later (PromptFilter.reset_after_skip) instead of for good",
+    )
+    ap.add_argument("--downsample-m", type=int, default=4, help="down-sampling: rollouts kept of n")
+    ap.add_argument(
+        "--advantage",
+        choices=("kept", "full"),
+        default="kept",
+        help="advantages after down-sampling: over the m kept rollouts or the n generated",
+    )
+    ap.add_argument(
+        "--lr-scale",
+        type=float,
+        default=1.0,
+        help="learning-rate multiplier for the variants other than vanilla (vanilla keeps the quickstart's)",
+    )
     ap.add_argument("--mini", action="store_true", help="smoke-test sizes (seconds, not a measurement)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: robust on a shared machine)")
     ap.add_argument(
@@ -131,29 +163,25 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(chosen) - set(VARIANTS))
     if unknown:
         ap.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
-    variants = {
-        k: v for k, v in VARIANTS.items() if k in chosen and not (args.no_ablation and k.endswith("_only"))
-    }
+    variants = [k for k in VARIANTS if k in chosen and not (args.no_ablation and k.endswith("_only"))]
     results: dict[str, Any] = {}
-    for name, knobs in variants.items():
+    for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
         s = GRPOSettings(
             steps=10**6,
             prompts=c.grpo_prompts,
             generations=c.grpo_generations,
-            lr=c.grpo_lr,
             temperature=c.grpo_temperature,
             max_new_tokens=c.max_new_tokens,
             seed=args.seed,
             eval_every=args.eval_every,
             wall_budget_s=args.budget_s,
             require_format=not args.multi_step,
-            **knobs,
+            **variant_knobs(name, args, c.grpo_lr),
         )
         t = time.perf_counter()
         r = grpo_train(base.model_dir("sft"), out / "models" / name, rl, heldout, s, c.eval_batch)
         r["bench_wall_s"] = time.perf_counter() - t
-        r.pop("log")
         results[name] = r
         best = max(p["accuracy"] for p in r["curve"])
         print(
@@ -173,6 +201,11 @@ def main(argv: list[str] | None = None) -> int:
         "budget_s_per_variant": args.budget_s,
         "rl_prompts": len(rl),
         "eval_samples": len(heldout),
+        "filter_k": args.filter_k,
+        "filter_reset": args.filter_reset,
+        "downsample_m": args.downsample_m,
+        "advantage": args.advantage,
+        "lr_scale": args.lr_scale,
         "warm_start_step": base.result("sft")["chosen_step"],
         "environment": environment(),
         "vanilla_from": args.reference if "vanilla" not in variants else "this run",

@@ -113,7 +113,7 @@ def test_cli_registers_quickstart_and_bench() -> None:
     assert "efficiency" in bench_commands.available()
 
 
-def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> None:
+def _bench_efficiency():
     import importlib.util
     from pathlib import Path
 
@@ -121,6 +121,29 @@ def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> 
     spec = importlib.util.spec_from_file_location("bench_efficiency", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def test_efficiency_variants_get_only_their_techniques_and_the_lr_scale() -> None:
+    import argparse
+
+    mod = _bench_efficiency()
+    args = argparse.Namespace(filter_k=2, filter_reset=True, downsample_m=4, advantage="full", lr_scale=0.5)
+    assert mod.variant_knobs("vanilla", args, 1e-3) == {
+        "filter_k": 0,
+        "filter_reset": True,
+        "downsample_m": 0,
+        "advantage_mode": "full",
+        "lr": 1e-3,
+    }
+    both = mod.variant_knobs("filter+downsample", args, 1e-3)
+    assert (both["filter_k"], both["downsample_m"], both["lr"]) == (2, 4, 5e-4)
+    assert mod.variant_knobs("filter_only", args, 1e-3)["downsample_m"] == 0
+    assert mod.variant_knobs("downsample_only", args, 1e-3)["filter_k"] == 0
+
+
+def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> None:
+    mod = _bench_efficiency()
     a = [
         {"train_s": 0, "accuracy": 0.3},
         {"train_s": 100, "accuracy": 0.4},

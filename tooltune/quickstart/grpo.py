@@ -54,7 +54,9 @@ class GRPOSettings:
     eval_every: int = 25
     wall_budget_s: float = 0.0  # > 0: stop once training wall time (evaluations excluded) reaches it
     filter_k: int = 0  # > 0: pre-rollout filtering with this k
+    filter_reset: bool = False  # a skipped prompt returns one epoch later (re-checked, not dropped for good)
     downsample_m: int = 0  # > 0 and < generations: max-variance down-sampling to m rollouts
+    advantage_mode: str = "kept"  # after down-sampling: "kept" (m-rollout statistics) or "full" (n-rollout)
     epochs: float = 1000.0  # the step or wall budget ends training, never the epoch count
     require_format: bool = True  # False: tool-call correctness only (the multi-turn recipe)
 
@@ -174,8 +176,9 @@ def grpo_train(
         args=args,
         train_dataset=Dataset.from_list(grpo_rows(train, TEMPLATE)),
         processing_class=tok,
-        prompt_filter=PromptFilter(k=s.filter_k) if s.filter_k > 0 else None,
+        prompt_filter=PromptFilter(k=s.filter_k, reset_after_skip=s.filter_reset) if s.filter_k > 0 else None,
         downsample_m=s.downsample_m if 0 < s.downsample_m < s.generations else None,
+        advantage_mode=s.advantage_mode,
         callbacks=[clock],
     )
     ref["trainer"] = trainer
