@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # which techniques each variant switches on (their parameters: --filter-k, --downsample-m)
 VARIANTS = {
-    "vanilla": {"filter_k": False, "downsample_m": False},
-    "filter+downsample": {"filter_k": True, "downsample_m": True},
-    "filter_only": {"filter_k": True, "downsample_m": False},
-    "downsample_only": {"filter_k": False, "downsample_m": True},
+    "vanilla": {"filter": False, "downsample": False},
+    "filter+downsample": {"filter": True, "downsample": True},
+    "filter_only": {"filter": True, "downsample": False},
+    "downsample_only": {"filter": False, "downsample": True},
 }
 
 
@@ -51,9 +51,9 @@ def variant_knobs(name: str, args: argparse.Namespace, base_lr: float) -> dict[s
     """GRPOSettings fields of one variant: its techniques get the command-line parameters."""
     on = VARIANTS[name]
     return {
-        "filter_k": args.filter_k if on["filter_k"] else 0,
+        "filter_k": args.filter_k if on["filter"] else 0,
         "filter_reset": args.filter_reset,
-        "downsample_m": args.downsample_m if on["downsample_m"] else 0,
+        "downsample_m": args.downsample_m if on["downsample"] else 0,
         "advantage_mode": args.advantage,
         "lr": base_lr * (1.0 if name == "vanilla" else args.lr_scale),
     }
@@ -205,11 +205,6 @@ def main(argv: list[str] | None = None) -> int:
         "budget_s_per_variant": args.budget_s,
         "rl_prompts": len(rl),
         "eval_samples": len(heldout),
-        "filter_k": args.filter_k,
-        "filter_reset": args.filter_reset,
-        "downsample_m": args.downsample_m,
-        "advantage": args.advantage,
-        "lr_scale": args.lr_scale,
         "warm_start_step": base.result("sft")["chosen_step"],
         "environment": environment(),
         "vanilla_from": args.reference if "vanilla" not in variants else "this run",

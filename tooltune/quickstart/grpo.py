@@ -147,8 +147,7 @@ def grpo_train(
     from tooltune.training.config import TrainConfig
     from tooltune.training.data import grpo_rows
     from tooltune.training.grpo import ToolTuneGRPOTrainer
-    from tooltune.training.runner import build_reward_funcs, grpo_args
-    from tooltune.training.selection import PromptFilter
+    from tooltune.training.runner import build_reward_funcs, grpo_args, selection_kwargs
 
     s = settings
     cfg = TrainConfig(name="quickstart")
@@ -163,6 +162,9 @@ def grpo_train(
     cfg.run.seed, cfg.run.save_steps, cfg.run.logging_steps = s.seed, 10**9, 1
     cfg.data.template = cfg.reward.template = TEMPLATE
     cfg.reward.require_format = s.require_format
+    cfg.filter.enabled, cfg.filter.k, cfg.filter.reset_after_skip = s.filter_k > 0, s.filter_k, s.filter_reset
+    ds = cfg.downsample
+    ds.enabled, ds.m, ds.advantage = 0 < s.downsample_m < s.generations, s.downsample_m, s.advantage_mode
     args = grpo_args(cfg, str(out_dir), cpu=True)
     args.save_strategy = "no"
     args.disable_tqdm = False
@@ -176,9 +178,7 @@ def grpo_train(
         args=args,
         train_dataset=Dataset.from_list(grpo_rows(train, TEMPLATE)),
         processing_class=tok,
-        prompt_filter=PromptFilter(k=s.filter_k, reset_after_skip=s.filter_reset) if s.filter_k > 0 else None,
-        downsample_m=s.downsample_m if 0 < s.downsample_m < s.generations else None,
-        advantage_mode=s.advantage_mode,
+        **selection_kwargs(cfg),
         callbacks=[clock],
     )
     ref["trainer"] = trainer

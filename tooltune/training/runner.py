@@ -209,6 +209,21 @@ def resolved(cfg: TrainConfig) -> TrainConfig:
     return cfg
 
 
+def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """ToolTuneGRPOTrainer's filtering and down-sampling arguments from `cfg.filter` and `cfg.downsample`."""
+    from tooltune.training.selection import PromptFilter
+
+    f, ds = cfg.filter, cfg.downsample
+    return {
+        "prompt_filter": PromptFilter(k=f.k, max_reward=f.max_reward, reset_after_skip=f.reset_after_skip)
+        if f.enabled
+        else None,
+        "downsample_m": ds.m if ds.enabled else None,
+        "drop_zero_variance": ds.enabled and ds.drop_zero_variance,
+        "advantage_mode": ds.advantage,
+    }
+
+
 def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
@@ -289,7 +304,6 @@ def _grpo_stage(
     from tooltune.training.data import drop_long_prompts
     from tooltune.training.diagnostics import HeldOutEval, MetricsLogger, RegionTagger, truncate_metrics
     from tooltune.training.grpo import ToolTuneGRPOTrainer
-    from tooltune.training.selection import PromptFilter
 
     model, tok = _load(cfg, model_path, cpu)
     rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
@@ -299,7 +313,6 @@ def _grpo_stage(
     if resume and ckpt is None:
         logger.info("no complete GRPO checkpoint in %s; starting GRPO from the beginning", out_dir)
     truncate_metrics(metrics, "grpo", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
-    f, ds = cfg.filter, cfg.downsample
     template = cfg.reward.template or cfg.data.template
     trainer = ToolTuneGRPOTrainer(
         model=model,
@@ -307,12 +320,7 @@ def _grpo_stage(
         args=grpo_args(cfg, str(out_dir), cpu, world_size()),
         train_dataset=Dataset.from_list(rows),
         processing_class=tok,
-        prompt_filter=PromptFilter(k=f.k, max_reward=f.max_reward, reset_after_skip=f.reset_after_skip)
-        if f.enabled
-        else None,
-        downsample_m=ds.m if ds.enabled else None,
-        drop_zero_variance=ds.enabled and ds.drop_zero_variance,
-        advantage_mode=ds.advantage,
+        **selection_kwargs(cfg),
         region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split else None,
     )
     trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds))
