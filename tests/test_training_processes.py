@@ -53,6 +53,12 @@ t = trainer_box["t"]
 with open(log + ".filter", "w") as f:
     json.dump({"streaks": t.tt_filter.state_dict()["streaks"] if t.tt_filter else None,
                "step": t.state.global_step}, f)
+# without an orderly shutdown gloo's threads occasionally abort a rank at exit ("terminate called
+# without an active exception", exit -6) after all work is done
+import torch.distributed as dist
+if dist.is_available() and dist.is_initialized():
+    dist.barrier()
+    dist.destroy_process_group()
 """
 
 OVERRIDES = {
