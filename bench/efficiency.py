@@ -17,7 +17,8 @@ The RL prompt set is a small subset of the training prompts so that several epoc
 
 Defaults are the paper's recipe (k = 1, m = 4 of 8, advantages over the kept rollouts, vanilla's lr).
 Measured here (docs/BENCHMARKS.md): on 256 prompts over 5-9 epochs, k = 1 without re-admission
-skips two thirds of the prompts and the policy collapses late; `--filter-reset --lr-scale 0.5` held.
+skips two thirds of the prompts and the policy collapses late; `--filter-reset --lr-scale 0.5` held,
+but vanilla at the same half lr (`--vanilla-lr-scale 0.5`) did as well: at matched lr, no speed-up here.
 
 `--multi-step` runs the multi-step variant instead (tool results in the history, native template
 with reasoning history, tool-call correctness only: no format term).
@@ -55,7 +56,7 @@ def variant_knobs(name: str, args: argparse.Namespace, base_lr: float) -> dict[s
         "filter_reset": args.filter_reset,
         "downsample_m": args.downsample_m if on["downsample"] else 0,
         "advantage_mode": args.advantage,
-        "lr": base_lr * (1.0 if name == "vanilla" else args.lr_scale),
+        "lr": base_lr * (args.vanilla_lr_scale if name == "vanilla" else args.lr_scale),
     }
 
 
@@ -74,6 +75,19 @@ def speedup(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
     # no ratio when (a) never improved on the warm start (t_a == 0) or (b) never got there
     ratio = (t_a / t_b if t_b else math.inf) if t_b is not None and t_a else None
     return {"target_accuracy": best, "time_a_s": t_a, "time_b_s": t_b, "speedup": ratio}
+
+
+def reference_vanilla(path: str, expect: dict[str, Any]) -> dict[str, Any]:
+    """Run (a) from an earlier efficiency.json, refused unless it was measured the way this run is."""
+    try:
+        ref = json.loads(Path(path).read_text())
+        vanilla = ref["variants"]["vanilla"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"--reference {path}: no readable vanilla run ({type(e).__name__}: {e})") from e
+    for key, want in expect.items():
+        if ref.get(key) != want:
+            raise ValueError(f"--reference {path}: {key} is {ref.get(key)!r}, this run has {want!r}")
+    return vanilla
 
 
 def plot(results: dict[str, Any], path: Path, title: str) -> None:
@@ -131,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
         default=1.0,
         help="learning-rate multiplier for the variants other than vanilla (vanilla keeps the quickstart's)",
     )
+    ap.add_argument(
+        "--vanilla-lr-scale",
+        type=float,
+        default=1.0,
+        help="learning-rate multiplier for vanilla (the control for --lr-scale: same lr, techniques off)",
+    )
     ap.add_argument("--mini", action="store_true", help="smoke-test sizes (seconds, not a measurement)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1: robust on a shared machine)")
     ap.add_argument(
@@ -168,7 +188,23 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
     variants = [k for k in VARIANTS if k in chosen and not (args.no_ablation and k.endswith("_only"))]
+    expect = {
+        "task": "multi_step" if args.multi_step else "single_turn",
+        "seed": args.seed,
+        "budget_s_per_variant": args.budget_s,
+        "rl_prompts": len(rl),
+        "eval_samples": len(heldout),
+        "eval_every": args.eval_every,
+        "warm_start_step": base.result("sft")["chosen_step"],
+    }
     results: dict[str, Any] = {}
+    if "vanilla" not in variants:  # compare with (a) from an earlier run, checked before any training
+        if not args.reference:
+            ap.error("--variants without vanilla needs --reference EFFICIENCY_JSON (the run holding (a))")
+        try:
+            results["vanilla"] = reference_vanilla(args.reference, expect)
+        except ValueError as e:
+            ap.error(str(e))
     for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
         s = GRPOSettings(
@@ -194,18 +230,9 @@ def main(argv: list[str] | None = None) -> int:
             f"rollout {r['rollout_s']:.0f} s / update {r['update_s']:.0f} s",
             flush=True,
         )
-    if "vanilla" not in results:  # ablation-only run: compare with (a) from an earlier run
-        if not args.reference:
-            ap.error("--variants without vanilla needs --reference EFFICIENCY_JSON (the run holding (a))")
-        results = {"vanilla": json.loads(Path(args.reference).read_text())["variants"]["vanilla"], **results}
     a = results["vanilla"]["curve"]
     report: dict[str, Any] = {
-        "task": "multi_step" if args.multi_step else "single_turn",
-        "seed": args.seed,
-        "budget_s_per_variant": args.budget_s,
-        "rl_prompts": len(rl),
-        "eval_samples": len(heldout),
-        "warm_start_step": base.result("sft")["chosen_step"],
+        **expect,
         "environment": environment(),
         "vanilla_from": args.reference if "vanilla" not in variants else "this run",
         "variants": results,

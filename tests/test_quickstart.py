@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -115,7 +116,6 @@ def test_cli_registers_quickstart_and_bench() -> None:
 
 def _bench_efficiency():
     import importlib.util
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "bench" / "efficiency.py"
     spec = importlib.util.spec_from_file_location("bench_efficiency", path)
@@ -128,7 +128,9 @@ def test_efficiency_variants_get_only_their_techniques_and_the_lr_scale() -> Non
     import argparse
 
     mod = _bench_efficiency()
-    args = argparse.Namespace(filter_k=2, filter_reset=True, downsample_m=4, advantage="full", lr_scale=0.5)
+    args = argparse.Namespace(
+        filter_k=2, filter_reset=True, downsample_m=4, advantage="full", lr_scale=0.5, vanilla_lr_scale=1.0
+    )
     assert mod.variant_knobs("vanilla", args, 1e-3) == {
         "filter_k": 0,
         "filter_reset": True,
@@ -140,6 +142,8 @@ def test_efficiency_variants_get_only_their_techniques_and_the_lr_scale() -> Non
     assert (both["filter_k"], both["downsample_m"], both["lr"]) == (2, 4, 5e-4)
     assert mod.variant_knobs("filter_only", args, 1e-3)["downsample_m"] == 0
     assert mod.variant_knobs("downsample_only", args, 1e-3)["filter_k"] == 0
+    args.vanilla_lr_scale = 0.5  # the lr control: vanilla at (b)'s learning rate
+    assert mod.variant_knobs("vanilla", args, 1e-3)["lr"] == 5e-4
 
 
 def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> None:
@@ -154,6 +158,19 @@ def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> 
     assert mod.speedup(a, a[:2])["speedup"] is None  # (b) never reached (a)'s best
     flat = [{"train_s": 0, "accuracy": 0.5}, {"train_s": 50, "accuracy": 0.4}]
     assert mod.speedup(flat, b)["speedup"] is None  # (a) never improved: no ratio
+
+
+def test_efficiency_reference_is_refused_unless_measured_the_same_way(tmp_path: Path) -> None:
+    mod = _bench_efficiency()
+    expect = {"task": "single_turn", "seed": 1, "eval_samples": 1000, "eval_every": 10}
+    ref = tmp_path / "efficiency.json"
+    vanilla = {"curve": [{"train_s": 0, "accuracy": 0.5}]}
+    ref.write_text(json.dumps({**expect, "variants": {"vanilla": vanilla}}))
+    assert mod.reference_vanilla(str(ref), expect)["curve"][0]["accuracy"] == 0.5
+    with pytest.raises(ValueError, match="eval_samples is 1000, this run has 300"):
+        mod.reference_vanilla(str(ref), {**expect, "eval_samples": 300})
+    with pytest.raises(ValueError, match="no readable vanilla run"):
+        mod.reference_vanilla(str(tmp_path / "missing.json"), expect)
 
 
 def test_unknown_settings_are_named() -> None:

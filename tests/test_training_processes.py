@@ -25,7 +25,7 @@ import torch
 torch.set_num_threads(1)
 from test_training_grpo import KeyedReward, make_config, make_rows
 from tooltune.training import grpo
-from tooltune.training.runner import train
+from tooltune.training.runner import shutdown_processes, train
 
 rank = int(os.environ.get("RANK", "0"))
 log = f"{sys.argv[3]}.rank{rank}"
@@ -53,12 +53,7 @@ t = trainer_box["t"]
 with open(log + ".filter", "w") as f:
     json.dump({"streaks": t.tt_filter.state_dict()["streaks"] if t.tt_filter else None,
                "step": t.state.global_step}, f)
-# without an orderly shutdown gloo's threads occasionally abort a rank at exit ("terminate called
-# without an active exception", exit -6) after all work is done
-import torch.distributed as dist
-if dist.is_available() and dist.is_initialized():
-    dist.barrier()
-    dist.destroy_process_group()
+shutdown_processes()  # what `tooltune train` does after success
 """
 
 OVERRIDES = {

@@ -66,13 +66,14 @@ def _handle(args: argparse.Namespace) -> int:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return 0
     from tooltune.models import ModelLoadError
-    from tooltune.training.runner import train
+    from tooltune.training.runner import shutdown_processes, train
 
     try:
         run_dir = train(cfg, resume=args.resume)
     except (ConfigError, SchemaError, ModelLoadError) as e:
         print(f"tooltune train: {e}", file=sys.stderr)
         return 2
+    shutdown_processes()  # only after success: a barrier would wait forever on a rank that failed
     print(f"tooltune train: finished; run directory {run_dir}")
     print(f"  metrics: {run_dir / 'metrics.jsonl'}  model: {run_dir / 'final'}")
     print(f"  plots: tooltune report {run_dir}")

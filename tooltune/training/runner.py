@@ -287,6 +287,19 @@ def _barrier() -> None:
         dist.barrier()
 
 
+def shutdown_processes() -> None:
+    """Wait for every rank, then close the process group (a no-op in a single process).
+
+    Call once, after the last `train`: without it gloo's threads occasionally abort a rank at
+    interpreter exit ("terminate called without an active exception") after all work is done.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def _grpo_stage(
     cfg: TrainConfig,
     model_path: str,
