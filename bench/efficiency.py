@@ -207,16 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(str(e))
     for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
-        s = GRPOSettings(
-            steps=10**6,
-            prompts=c.grpo_prompts,
-            generations=c.grpo_generations,
-            temperature=c.grpo_temperature,
-            max_new_tokens=c.max_new_tokens,
-            seed=args.seed,
+        s = GRPOSettings.from_config(
+            c,
+            steps=10**6,  # the wall-time budget ends training
             eval_every=args.eval_every,
             wall_budget_s=args.budget_s,
-            require_format=not args.multi_step,
             **variant_knobs(name, args, c.grpo_lr),
         )
         t = time.perf_counter()

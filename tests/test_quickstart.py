@@ -173,6 +173,18 @@ def test_efficiency_reference_is_refused_unless_measured_the_same_way(tmp_path: 
         mod.reference_vanilla(str(tmp_path / "missing.json"), expect)
 
 
+def test_grpo_settings_follow_the_config_and_the_multi_step_task_drops_the_format_term() -> None:
+    from tooltune.quickstart.grpo import GRPOSettings
+    from tooltune.quickstart.run import make_config
+
+    c = make_config("mini", seed=3)
+    s = GRPOSettings.from_config(c)
+    assert (s.steps, s.lr, s.seed, s.eval_every) == (c.grpo_steps, c.grpo_lr, 3, c.grpo_eval_every)
+    assert s.require_format
+    bench = GRPOSettings.from_config(make_config("mini", multi_step=True), wall_budget_s=9.0, downsample_m=2)
+    assert not bench.require_format and (bench.wall_budget_s, bench.downsample_m) == (9.0, 2)
+
+
 def test_unknown_settings_are_named() -> None:
     from tooltune.quickstart.run import make_config
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from tooltune.quickstart.task import TEMPLATE
 
 if TYPE_CHECKING:
-    from tooltune.quickstart.run import Pipeline
+    from tooltune.quickstart.run import Pipeline, QuickstartConfig
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +59,22 @@ class GRPOSettings:
     advantage_mode: str = "kept"  # after down-sampling: "kept" (m-rollout statistics) or "full" (n-rollout)
     epochs: float = 1000.0  # the step or wall budget ends training, never the epoch count
     require_format: bool = True  # False: tool-call correctness only (the multi-turn recipe)
+
+    @classmethod
+    def from_config(cls, c: QuickstartConfig, **changes: Any) -> GRPOSettings:
+        """The quickstart's GRPO settings; `changes` override fields (the benchmark's budget and knobs)."""
+        base = {
+            "steps": c.grpo_steps,
+            "prompts": c.grpo_prompts,
+            "generations": c.grpo_generations,
+            "lr": c.grpo_lr,
+            "temperature": c.grpo_temperature,
+            "max_new_tokens": c.max_new_tokens,
+            "seed": c.seed,
+            "eval_every": c.grpo_eval_every,
+            "require_format": not c.multi_step,  # multi-step task: tool-call correctness only
+        }
+        return cls(**{**base, **changes})
 
 
 def _callback(trainer_ref: dict, val: list, settings: GRPOSettings, eval_batch: int) -> Any:
@@ -217,16 +233,6 @@ def grpo_train(
 
 
 def run_grpo(p: Pipeline) -> dict[str, Any]:
-    c = p.cfg
-    s = GRPOSettings(
-        steps=c.grpo_steps,
-        prompts=c.grpo_prompts,
-        generations=c.grpo_generations,
-        lr=c.grpo_lr,
-        temperature=c.grpo_temperature,
-        max_new_tokens=c.max_new_tokens,
-        seed=c.seed,
-        eval_every=c.grpo_eval_every,
-    )
     sp = p.splits()
-    return grpo_train(p.model_dir("sft"), p.model_dir("grpo"), sp["train"], sp["val"], s, c.eval_batch)
+    s = GRPOSettings.from_config(p.cfg)
+    return grpo_train(p.model_dir("sft"), p.model_dir("grpo"), sp["train"], sp["val"], s, p.cfg.eval_batch)
