@@ -86,8 +86,8 @@ def main() -> None:
     print(f"  unpassable entries (bfcl.IMPOSSIBLE_ENTRIES): {len(bfcl.IMPOSSIBLE_ENTRIES)}")
 
     if args.multi_turn:
-        from tooltune.evaluation.backends import ScriptedBackend
         from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
+        from tooltune.generation import ScriptedBackend
 
         multi = bfcl.load_entries(bfcl.MULTI_TURN)
         got: list = []

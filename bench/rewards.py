@@ -305,7 +305,7 @@ def bench_cer(steps: int, k: int = 5, prompts_per_step: int = 4, generations: in
     from trl import GRPOConfig, GRPOTrainer
 
     from tooltune.data.export import to_trl_rows
-    from tooltune.evaluation.backends import HFBackend
+    from tooltune.generation import HFBackend
     from tooltune.models import build_tiny_model, load_model_and_tokenizer
     from tooltune.quickstart.task import TaskConfig, make_splits, reasoning_for, register_template
     from tooltune.rewards import CompositeReward, TRLRewardFunction

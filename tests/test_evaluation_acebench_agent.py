@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tooltune.evaluation import acebench as A
-from tooltune.evaluation.acebench_agent import CLASSES, Sandbox
-from tooltune.evaluation.backends import OpenAIBackend, ReplayBackend, ScriptedBackend
+from tooltune.evaluation.acebench.sandbox import CLASSES, Sandbox
+from tooltune.generation import OpenAIBackend, ReplayBackend, ScriptedBackend
 from tooltune.prompts import render_answer
 from tooltune.schema import SchemaError, ToolCall
 

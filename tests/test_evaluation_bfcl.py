@@ -14,7 +14,6 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirement
 
 from tooltune.cli import main  # noqa: E402
 from tooltune.evaluation import bfcl  # noqa: E402
-from tooltune.evaluation.backends import ReplayBackend, ScriptedBackend  # noqa: E402
 from tooltune.evaluation.bfcl_multiturn import (  # noqa: E402
     MultiTurnConfig,
     MultiTurnRun,
@@ -24,6 +23,7 @@ from tooltune.evaluation.bfcl_multiturn import (  # noqa: E402
     scripted_policy,
 )
 from tooltune.evaluation.scripted import bfcl_answers  # noqa: E402
+from tooltune.generation import ReplayBackend, ScriptedBackend  # noqa: E402
 from tooltune.prompts import python_calls, render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
 
@@ -170,7 +170,7 @@ def test_force_termination_after_the_step_limit(multi_entries) -> None:
 def test_replayed_multi_turn_predictions_drive_the_loop(multi_entries, tmp_path: Path) -> None:
     e = multi_entries[1]
     play = scripted_policy([e])
-    from tooltune.evaluation.backends import GenerationRequest
+    from tooltune.generation import GenerationRequest
 
     result = [[play(GenerationRequest([], id=e.id, meta={"turn": t, "step": 0}))]
               for t in range(len(e.entry["question"]))]

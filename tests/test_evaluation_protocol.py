@@ -79,8 +79,8 @@ def test_apibank_scripted_scores_100_and_replay_seeds_give_mean_and_std(tmp_path
     assert summary["per_seed"]["0"]["categories"]["level-2"]["total"] == 135
     assert (gold / "report.md").exists() and list(gold.glob("report_0_apibank.png"))
     # seed 0 replays the scripted answers of level-1 only; seed 1 answers nothing
-    from tooltune.evaluation.backends import GenerationRequest
     from tooltune.evaluation.scripted import ground_truth_policy
+    from tooltune.generation import GenerationRequest
 
     play = ground_truth_policy("apibank", data_dir=shared_data_dir / "apibank")
     ids = [r["id"] for r in map(json.loads, (gold / "verdicts.jsonl").read_text().splitlines())]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_evaluation_backends import _FakeServer
+from test_generation_backends import _FakeServer
 
 from tooltune.cli import main
 

@@ -183,8 +183,8 @@ def test_bounds_size_depth_and_time():
 def test_non_string_input_and_unknown_template():
     assert parse_completion(None).format_ok is False
     assert parse_completion(b"<think>".decode()).format_ok is False
-    with pytest.raises(ValueError, match="unknown template"):
-        parse_completion("x", template="nope")
+    with pytest.raises(ValueError, match="unknown grammar"):
+        parse_completion("x", grammar="nope")
     with pytest.raises(ValueError, match="unknown format mode"):
         parse_completion("x", mode="loose")
 

@@ -4,7 +4,14 @@ import pytest
 
 from tooltune.matching import calls_match
 from tooltune.parsing import parse_completion
-from tooltune.prompts import TEMPLATES, get_template, register_template, render_answer, render_prompt
+from tooltune.prompts import (
+    TEMPLATES,
+    get_template,
+    grammar_for,
+    register_template,
+    render_answer,
+    render_prompt,
+)
 from tooltune.prompts.render import render_target
 from tooltune.schema import Sample, ToolCall
 
@@ -78,7 +85,7 @@ CASES = [
 @pytest.mark.parametrize("template", ["tool_n1", "r2if", "bfcl", "bfcl_strong"])
 def test_every_category_round_trips(sample, template):
     text = render_target(sample, template)
-    p = parse_completion(text, template)
+    p = parse_completion(text, grammar_for(template))
     assert p.format_ok, p.error
     assert calls_match(p.calls, sample.answer)
     assert p.rejected == (template == "r2if" and not sample.answer)
@@ -124,9 +131,9 @@ def test_system_prompt_override_and_sample_system_message():
 
 def test_register_template_with_custom_system_prompt():
     register_template("tiny_test", "T:{tools}", "tool_n1")
-    assert "tiny_test" in TEMPLATES and get_template("tiny_test").grammar == "tool_n1"
+    assert "tiny_test" in TEMPLATES and get_template("tiny_test").grammar.name == "tool_n1"
     text = render_answer([ToolCall("f", {})], "tiny_test")
-    assert parse_completion(text, "tiny_test").calls == [ToolCall("f", {})]
+    assert parse_completion(text, grammar_for("tiny_test")).calls == [ToolCall("f", {})]
     with pytest.raises(ValueError, match="unknown prompt template"):
         get_template("missing")
     with pytest.raises(ValueError, match="history mode"):

@@ -4,6 +4,9 @@ Exact match (Tool-N1, arXiv 2505.00024, Eq. 4 correctness term): the predicted c
 ground truth as a multiset. Call order and argument order are free; every argument key and value
 must be equal, with JSON types significant: ``"5" != 5``, ``5 != 5.0``, ``true != 1``; no missing or
 extra argument and no missing or extra call. Name-level match compares only the multiset of names.
+
+`exact_match` is the whole verdict on a completion (format under a grammar, then the calls): the
+binary reward, the held-out evaluations and the difficulty filter all call it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tooltune.parsing import Grammar, parse_calls, parse_completion
 from tooltune.schema import ToolCall
 
 # one encoder reused: json.dumps with keyword arguments builds a new encoder on every call
@@ -78,3 +82,19 @@ def matched_pairs(pred: Iterable[ToolCall], gold: Iterable[ToolCall]) -> list[tu
 def values_equal(a: Any, b: Any) -> bool:
     """Typed equality of two JSON values (``5 != 5.0``, ``True != 1``)."""
     return canonical_value(a) == canonical_value(b)
+
+
+def exact_match(
+    text: Any,
+    gold: Sequence[ToolCall],
+    grammar: str | Grammar = "tool_n1",
+    mode: str = "strict",
+    require_format: bool = True,
+) -> float:
+    """Tool-N1's binary verdict (arXiv 2505.00024, Eq. 4): 1.0 when the format is right under `grammar`
+    and `mode` and the calls equal `gold`, else 0.0. With `require_format=False` only the calls count,
+    read leniently (the last call block, whatever surrounds it). Never raises on `text`."""
+    if require_format:
+        parsed = parse_completion(text, grammar, mode)
+        return 1.0 if parsed.format_ok and calls_match(parsed.calls, gold) else 0.0
+    return 1.0 if calls_match(parse_calls(text, grammar).calls, gold) else 0.0

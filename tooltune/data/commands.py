@@ -223,7 +223,7 @@ def _backend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _select(args: argparse.Namespace) -> int:
-    from tooltune.data.selection import DifficultyConfig, balanced_set, difficulty_filter
+    from tooltune.data.recipes import DifficultyConfig, balanced_set, difficulty_filter
     from tooltune.schema import SchemaError, read_jsonl, write_jsonl
 
     try:
@@ -237,7 +237,7 @@ def _select(args: argparse.Namespace) -> int:
         print(json.dumps(report))
         print(f"wrote {len(chosen)} samples to {args.out}")
         return 0
-    from tooltune.evaluation.backends import make_backend
+    from tooltune.generation import make_backend
 
     backend = make_backend(args.backend, **_backend_kwargs(args))
     cfg = DifficultyConfig(

@@ -1,32 +1,5 @@
-"""Evaluation: generation backends, BFCL (official checker), API-Bank, ACEBench, protocol and reports.
+"""Evaluation: BFCL (official checker), API-Bank, ACEBench, the seeds-and-controls protocol, reports.
 
-Heavy libraries (torch, transformers, bfcl-eval) are imported only inside the functions that need them.
+Completions come from `tooltune.generation` backends; verdicts share `tooltune.matching` with the
+rewards. bfcl-eval is imported only inside the functions that run its checker.
 """
-
-from tooltune.evaluation.backends import (
-    BACKENDS,
-    Backend,
-    BackendError,
-    GenerationRequest,
-    HFBackend,
-    MissingPrediction,
-    OpenAIBackend,
-    ReplayBackend,
-    ScriptedBackend,
-    load_predictions,
-    make_backend,
-)
-
-__all__ = [
-    "BACKENDS",
-    "Backend",
-    "BackendError",
-    "GenerationRequest",
-    "HFBackend",
-    "MissingPrediction",
-    "OpenAIBackend",
-    "ReplayBackend",
-    "ScriptedBackend",
-    "load_predictions",
-    "make_backend",
-]

@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tooltune.evaluation.bfcl import Verdict, category_accuracy
+from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
+from tooltune.prompts import grammar_for
 from tooltune.schema import Sample, ToolCall
 
 LEVELS = ("level-1", "level-2")
@@ -58,7 +59,7 @@ def call_matches(pred: ToolCall, gold: ToolCall) -> bool:
 
 
 def score(sample: Sample, category: str, text: Any, template: str, mode: str = "strict") -> Verdict:
-    parsed = parse_completion(text, template=template, mode=mode)
+    parsed = parse_completion(text, grammar_for(template), mode)
     if parsed.calls is None:
         return Verdict(sample.id, category, False, f"decode_failed: {parsed.error}")
     if len(parsed.calls) != 1:

@@ -21,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
+from tooltune.prompts import grammar_for
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -142,20 +144,9 @@ def ground_truth_calls(e: BfclEntry, name_style: str = "dotted") -> list[ToolCal
     return [ToolCall(rename_dotted(c.name, name_style), c.arguments) for c in calls]
 
 
-@dataclass
-class Verdict:
-    id: str
-    category: str
-    valid: bool
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "category": self.category, "valid": self.valid, "error": self.error}
-
-
 def decode(text: Any, template: str, mode: str = "strict") -> tuple[list[dict[str, Any]] | None, str | None]:
     """Completion text -> BFCL decoded form `[{name: {arg: value}}]`, or (None, reason)."""
-    parsed = parse_completion(text, template=template, mode=mode)
+    parsed = parse_completion(text, grammar_for(template), mode)
     if parsed.calls is None:
         return None, parsed.error or "no call block could be decoded"
     return [{c.name: dict(c.arguments)} for c in parsed.calls], None
@@ -242,16 +233,6 @@ FORMULAS = {
 
 def _mean(xs: list[float | None]) -> float | None:
     return None if any(x is None for x in xs) else sum(xs) / len(xs)  # type: ignore[arg-type]
-
-
-def category_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
-    """{category: {accuracy, correct, total}} from verdict records."""
-    counts: dict[str, list[int]] = {}
-    for r in records:
-        c = counts.setdefault(r["category"], [0, 0])
-        c[0] += bool(r["valid"])
-        c[1] += 1
-    return {k: {"accuracy": ok / n, "correct": ok, "total": n} for k, (ok, n) in sorted(counts.items())}
 
 
 def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.evaluation.backends import Backend, GenerationRequest
-from tooltune.evaluation.bfcl import BfclEntry, Verdict, bfcl_environment, entry_tools
+from tooltune.evaluation.bfcl import BfclEntry, bfcl_environment, entry_tools
+from tooltune.evaluation.verdict import Verdict
+from tooltune.generation import Backend, GenerationRequest
 from tooltune.parsing import parse_completion
-from tooltune.prompts import python_literal, render_answer, render_prompt
+from tooltune.prompts import grammar_for, python_literal, render_answer, render_prompt
 from tooltune.schema import Sample, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ class MultiTurnRun:
         from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
         self.raw[self.turn].append(text)
-        parsed = parse_completion(text, template=self.cfg.template, mode=self.cfg.mode)
+        parsed = parse_completion(text, grammar_for(self.cfg.template), self.cfg.mode)
         if not parsed.calls:  # no call (or undecodable): the turn is over; the reply stays in the history
             if parsed.calls == [] and not self.cfg.keep_reasoning:  # an explicit no-call: drop its reasoning
                 text = render_answer([], self.cfg.template, include_reasoning=False)

@@ -97,15 +97,15 @@ def register(subparsers: Any) -> None:
 
 
 def _scripted(benchmark: str, args: argparse.Namespace, data_dir: Path | None) -> Any:
-    from tooltune.evaluation.backends import ScriptedBackend
     from tooltune.evaluation.scripted import ground_truth_policy
+    from tooltune.generation import ScriptedBackend
 
     return ScriptedBackend(ground_truth_policy(benchmark, args.template, args.categories, data_dir,
                                                getattr(args, "name_style", "dotted")), name="scripted")
 
 
 def _backends(args: argparse.Namespace, data_dir: Path | None) -> list[tuple[int, Any]]:
-    from tooltune.evaluation.backends import HFBackend, OpenAIBackend, ReplayBackend
+    from tooltune.generation import HFBackend, OpenAIBackend, ReplayBackend
 
     chosen = [x for x in (args.predictions, args.model, args.endpoint, args.scripted) if x]
     if len(chosen) != 1:
@@ -129,7 +129,7 @@ def _user_backend(args: argparse.Namespace, data_dir: Path | None) -> Any:
     if args.benchmark != "acebench":
         return None
     from tooltune.evaluation import acebench
-    from tooltune.evaluation.backends import OpenAIBackend, ScriptedBackend
+    from tooltune.generation import OpenAIBackend, ScriptedBackend
 
     if args.user_endpoint:
         if not args.user_model_name:

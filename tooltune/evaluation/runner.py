@@ -16,20 +16,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tooltune.evaluation.backends import Backend, GenerationRequest
-from tooltune.evaluation.bfcl import MULTI_TURN, Verdict
+from tooltune.evaluation.bfcl import MULTI_TURN
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
+from tooltune.evaluation.verdict import Verdict
+from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
 
 logger = logging.getLogger(__name__)
 
 BENCHMARKS = ("bfcl", "apibank", "acebench")
-
-
-@dataclass
-class Sampling:
-    temperature: float = 0.0
-    max_new_tokens: int = 512
-    batch_size: int = 32
 
 
 @dataclass
@@ -139,13 +133,12 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
             if not partial:
                 record(Verdict(t.id, t.category, False, "missing_prediction"))
         todo = [t for t in todo if has(t.id)]
-    for start in range(0, len(todo), sampling.batch_size):
-        chunk = todo[start : start + sampling.batch_size]
-        reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
-                                  max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id) for t in chunk]
-        for t, texts in zip(chunk, backend.generate(reqs)):
+    reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
+                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id) for t in todo]
+    for idx, outputs in generate_in_chunks(backend, reqs, sampling.batch_size):
+        for i, texts in zip(idx, outputs):
             text = texts[0] if texts else ""
-            record(t.score(text), text)
+            record(todo[i].score(text), text)
     entries = [e for e in prep.multi_turn if (seed, e.id) not in log.done]
     if has is not None:
         missing = [e for e in entries if not has(e.id)]

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tooltune.evaluation.backends import GenerationRequest, MissingPrediction
+from tooltune.generation import GenerationRequest, MissingPrediction
 from tooltune.prompts import render_answer
 from tooltune.schema import ToolCall
 

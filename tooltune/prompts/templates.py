@@ -11,19 +11,26 @@ Each template is written in this project's words with the same instructions as i
 - ``bfcl``: BFCL's default prompting-model system prompt (Python-call list, nothing else).
 - ``bfcl_strong``: the same plus the stronger multi-turn instructions studied by the efficiency paper
   (arXiv 2606.00135): keep calling until the turn's task is done, use earlier results.
+- ``tool_n1_compact``: Tool-N1's grammar with a system text short enough for a tiny model (the full
+  instructions would triple the prompt length), tools as one-line signatures and a one-line reasoning
+  that names the calls (the quickstart's template).
+
+Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
+to grammars.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.parsing import R2IF_REJECTION, grammar_of, register_grammar_alias
+from tooltune.parsing import GRAMMARS, R2IF_REJECTION, Grammar, get_grammar
 from tooltune.schema import ToolCall, ToolSpec
 
-TAGS = ("<think>", "</think>", "<tool_call>", "</tool_call>", "<reason>", "</reason>", "<tool>", "</tool>")
+TAGS = tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in g.tags))
+"""Every tag of every grammar: stripped from reasoning text and escaped inside rendered JSON."""
 
 
 def tools_block(tools: Sequence[ToolSpec]) -> str:
@@ -156,32 +163,44 @@ def python_calls(calls: Sequence[ToolCall]) -> str:
     return f"[{inner}]"
 
 
+def _compact_reasoning(calls: Sequence[ToolCall]) -> str:
+    """The calls' names in order: every token costs rollout time on a tiny model, and naming each call
+    once makes the number of calls an explicit early decision."""
+    if not calls:
+        return "No offered tool fits."
+    return "Call " + ", ".join(c.name for c in calls) + "."
+
+
 def render_answer(
     calls: Sequence[ToolCall],
     template: str = "tool_n1",
     reasoning: str | None = None,
     include_reasoning: bool = True,
 ) -> str:
-    """The assistant text that answers with `calls` in `template`'s grammar (inverse of parsing)."""
-    grammar = grammar_of(template)
+    """The assistant text that answers with `calls` in `template`'s grammar (inverse of parsing).
+
+    `template` is a template or grammar name; without `reasoning` the template writes its default one."""
+    tpl = TEMPLATES.get(template)
+    grammar = tpl.grammar if tpl is not None else get_grammar(template)
+    default_reasoning = tpl.default_reasoning if tpl is not None else None
     calls = list(calls)
-    if grammar == "tool_n1":
-        block = f"<tool_call>\n{_json_calls(calls)}\n</tool_call>"
+    r = _clean_reasoning(reasoning) if (reasoning and include_reasoning) else ""
+    if grammar.name == "tool_n1":
+        block = f"{grammar.call[0]}\n{_json_calls(calls)}\n{grammar.call[1]}"
         if not include_reasoning:
             return block
-        r = _clean_reasoning(reasoning) if reasoning else ""
-        return f"<think>{r or _default_reasoning_tool_n1(calls)}</think>\n{block}"
-    if grammar == "r2if":
-        block = f"<tool>{_json_calls(calls) if calls else R2IF_REJECTION}</tool>"
+        r = r or (default_reasoning or _default_reasoning_tool_n1)(calls)
+        return f"{grammar.reasoning[0]}{r}{grammar.reasoning[1]}\n{block}"
+    if grammar.name == "r2if":
+        block = f"{grammar.call[0]}{_json_calls(calls) if calls else grammar.rejection}{grammar.call[1]}"
         if not include_reasoning:
             return block
-        r = _clean_reasoning(reasoning) if reasoning else ""
-        return f"<reason>\n{r or _default_reasoning_r2if(calls)}\n</reason>\n{block}"
-    if grammar == "hermes":
-        blocks = "\n".join(f"<tool_call>\n{_json_calls([c])[1:-1]}\n</tool_call>" for c in calls)
-        r = _clean_reasoning(reasoning) if (reasoning and include_reasoning) else ""
+        r = r or (default_reasoning or _default_reasoning_r2if)(calls)
+        return f"{grammar.reasoning[0]}\n{r}\n{grammar.reasoning[1]}\n{block}"
+    if grammar.name == "hermes":
+        blocks = "\n".join(f"{grammar.call[0]}\n{_json_calls([c])[1:-1]}\n{grammar.call[1]}" for c in calls)
         return "\n".join(x for x in (r, blocks) if x)
-    if grammar == "python":
+    if grammar.name == "python":
         return python_calls(calls)
     return _json_calls(calls)
 
@@ -193,12 +212,12 @@ class PromptTemplate:
     name: str
     system: str
     """Text with a {tools} placeholder (and {rejection} for r2if)."""
+    grammar: Grammar
+    """The output grammar the prompt asks for: parsing, rewards and tags all come from it."""
     tools_format: str = "json"
     """A `TOOL_FORMATS` key: how {tools} is rendered."""
-
-    @property
-    def grammar(self) -> str:
-        return grammar_of(self.name)
+    default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None
+    """Writes the reasoning of a rendered answer when the data has none (None: the grammar's default)."""
 
     def system_prompt(self, tools: Sequence[ToolSpec], override: str | None = None) -> str:
         """The system text with the tool list filled in; `override` replaces the template's text."""
@@ -207,21 +226,34 @@ class PromptTemplate:
         return text.replace("{tools}", listing).replace("{rejection}", R2IF_REJECTION)
 
 
+TOOL_N1_COMPACT_SYSTEM = (
+    "Tools:\n<tools>\n{tools}\n</tools>\nThink in <think></think>, then give the JSON list of calls "
+    "in <tool_call></tool_call> ([] if no tool fits)."
+)
+
 TEMPLATES: dict[str, PromptTemplate] = {
-    "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM),
-    "r2if": PromptTemplate("r2if", R2IF_SYSTEM),
-    "bfcl": PromptTemplate("bfcl", BFCL_SYSTEM),
-    "bfcl_strong": PromptTemplate("bfcl_strong", BFCL_SYSTEM + BFCL_STRONG_SUFFIX),
+    "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM, GRAMMARS["tool_n1"]),
+    "r2if": PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
+    "bfcl": PromptTemplate("bfcl", BFCL_SYSTEM, GRAMMARS["python"]),
+    "bfcl_strong": PromptTemplate("bfcl_strong", BFCL_SYSTEM + BFCL_STRONG_SUFFIX, GRAMMARS["python"]),
+    "tool_n1_compact": PromptTemplate(
+        "tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures", _compact_reasoning
+    ),
 }
 
 
-def register_template(name: str, system: str, grammar: str, tools_format: str = "json") -> PromptTemplate:
-    """Add a prompt template (e.g. a compact system prompt for a tiny model) parsed with `grammar`;
+def register_template(
+    name: str,
+    system: str,
+    grammar: str | Grammar,
+    tools_format: str = "json",
+    default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None,
+) -> PromptTemplate:
+    """Add a prompt template (e.g. a compact system prompt for a tiny model) answered in `grammar`;
     `tools_format` is a `TOOL_FORMATS` key."""
     if tools_format not in TOOL_FORMATS:
         raise ValueError(f"unknown tools_format {tools_format!r}; known: {sorted(TOOL_FORMATS)}")
-    register_grammar_alias(name, grammar)
-    TEMPLATES[name] = PromptTemplate(name, system, tools_format)
+    TEMPLATES[name] = PromptTemplate(name, system, get_grammar(grammar), tools_format, default_reasoning)
     return TEMPLATES[name]
 
 
@@ -230,3 +262,16 @@ def get_template(name: str) -> PromptTemplate:
         return TEMPLATES[name]
     except KeyError:
         raise ValueError(f"unknown prompt template {name!r}; known: {sorted(TEMPLATES)}") from None
+
+
+def grammar_for(name: str | Grammar) -> Grammar:
+    """The grammar of template `name`, or the grammar called `name` (templates take precedence)."""
+    if isinstance(name, Grammar):
+        return name
+    if name in TEMPLATES:
+        return TEMPLATES[name].grammar
+    if name in GRAMMARS:
+        return GRAMMARS[name]
+    raise ValueError(
+        f"unknown template or grammar {name!r}; templates: {sorted(TEMPLATES)}, grammars: {sorted(GRAMMARS)}"
+    )

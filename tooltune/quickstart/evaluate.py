@@ -13,13 +13,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from tooltune.generation import Sampling, score_samples
 from tooltune.schema import Sample
-
-
-def prompts(samples: Sequence[Sample], template: str) -> list[list[dict[str, str]]]:
-    from tooltune.prompts.render import render_prompt
-
-    return [render_prompt(s, template) for s in samples]
 
 
 def score(
@@ -32,17 +27,8 @@ def score(
     seed: int | None = None,
 ) -> list[list[float]]:
     """Binary reward of `n` completions per sample (greedy when temperature is 0)."""
-    from tooltune.evaluation.backends import GenerationRequest
-    from tooltune.rewards.binary import binary_reward
-
-    reqs = [
-        GenerationRequest(messages=m, n=n, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
-        for m in prompts(samples, template)
-    ]
-    outs = backend.generate(reqs)
-    return [
-        [binary_reward(t, s.answer, template=template) for t in o] for s, o in zip(samples, outs, strict=True)
-    ]
+    sampling = Sampling(temperature=temperature, max_new_tokens=max_new_tokens, batch_size=0)
+    return score_samples(backend, samples, template, n, sampling, seeds=seed)
 
 
 def binomial(hits: Sequence[float]) -> dict[str, float]:

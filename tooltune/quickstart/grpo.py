@@ -80,7 +80,7 @@ class GRPOSettings:
 def _callback(trainer_ref: dict, val: list, settings: GRPOSettings, eval_batch: int) -> Any:
     from transformers import TrainerCallback
 
-    from tooltune.evaluation.backends import HFBackend
+    from tooltune.generation import HFBackend
     from tooltune.quickstart import evaluate as ev
 
     class Clock(TrainerCallback):

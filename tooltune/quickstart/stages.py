@@ -116,7 +116,7 @@ def load(path: Any) -> tuple[Any, Any]:
 
 
 def backend(p: Pipeline, model: Any, tok: Any) -> Any:
-    from tooltune.evaluation.backends import HFBackend
+    from tooltune.generation import HFBackend
 
     return HFBackend(model=model, tokenizer=tok, batch_size=p.cfg.eval_batch, name="quickstart")
 

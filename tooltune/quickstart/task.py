@@ -64,7 +64,7 @@ __all__ = [
 
 SOURCE = "quickstart"
 
-TEMPLATE = "quickstart"
+TEMPLATE = "tool_n1_compact"
 """Prompt template of the quickstart: Tool-N1's grammar (<think> then <tool_call>) with a system text
 short enough for a tiny model (the full Tool-N1 instructions would triple the prompt length), tools as
 one-line signatures (JSON schemas made prompts 105 tokens on average and name copying slower)."""
@@ -267,12 +267,7 @@ def make_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
 
 
 def register_template() -> str:
-    """Register the quickstart prompt template (idempotent) and return its name."""
-    from tooltune.prompts.templates import TEMPLATES
-    from tooltune.prompts.templates import register_template as _register
-
-    if TEMPLATE not in TEMPLATES:
-        _register(TEMPLATE, SYSTEM, "tool_n1", tools_format="signatures")
+    """The quickstart's prompt template (built in: `tool_n1_compact`)."""
     return TEMPLATE
 
 

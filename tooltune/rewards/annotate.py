@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tooltune.generation import GenerationRequest
 from tooltune.schema import Sample, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ def tool_key(tool: ToolSpec) -> str:
 
 
 class LLMAnnotator:
-    """Annotations written by a model through a generation backend (tooltune.evaluation.backends).
+    """Annotations written by a model through a generation backend (tooltune.generation).
 
     backend: any object with `name` and `generate(list[GenerationRequest]) -> list[list[str]]`.
     cache_path: JSONL file of {"key", "tool", "annotations"}; tools found there are not asked again.
@@ -211,8 +212,6 @@ class LLMAnnotator:
                     continue  # a line cut by a crash: that tool is asked again
 
     def _ask(self, tools: list[ToolSpec]) -> list[dict[str, dict[str, str]]]:
-        from tooltune.evaluation.backends import GenerationRequest
-
         requests = [
             GenerationRequest(
                 messages=[

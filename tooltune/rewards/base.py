@@ -9,7 +9,7 @@ A reward is a small picklable object (configuration only, no closures) with
 - `batch(completions, answers, **columns) -> list[float]`: many at once (CER and SMV override it to
   make one batched student / embedding call per training batch).
 
-`ParseCache` lets a composite parse each completion once per (template, mode) for all components.
+`ParseCache` lets a composite parse each completion once per (grammar, mode) for all components.
 """
 
 from __future__ import annotations
@@ -21,17 +21,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooltune.parsing import MODES, grammar_of, parse_completion
+from tooltune.parsing import MODES, parse_calls, parse_completion
+from tooltune.prompts import grammar_for
 from tooltune.schema import Parsed, ToolCall, calls_from_any
 
 logger = logging.getLogger(__name__)
 
 LENIENT = "lenient"
-"""ParseCache mode reading only the calls: the last call block, whatever surrounds it (no format term)."""
-
-# The substring grammar still wants the reasoning tags present; a correctness-only read must not, so
-# a lenient read parses the text behind an empty reasoning block. Only the calls of that parse are used.
-_REASONING_STUB = {"tool_n1": "<think></think>", "r2if": "<reason></reason>"}
+"""ParseCache mode reading only the calls (`tooltune.parsing.parse_calls`): no format term."""
 
 
 def completion_text(completion: Any) -> str:
@@ -77,7 +74,7 @@ def load_json_column(value: Any) -> Any:
 
 
 class ParseCache:
-    """Parses a completion once per (template, mode) for every component of a composite."""
+    """Parses a completion once per (grammar, mode) for every component of a composite."""
 
     __slots__ = ("text", "_parsed")
 
@@ -85,15 +82,15 @@ class ParseCache:
         self.text = text
         self._parsed: dict[tuple[str, str], Parsed] = {}
 
-    def get(self, template: str, mode: str = "strict") -> Parsed:
-        key = (template, mode)
+    def get(self, grammar: str, mode: str = "strict") -> Parsed:
+        """The parse of the text under grammar `grammar` (a name) and `mode` (or `LENIENT`)."""
+        key = (grammar, mode)
         parsed = self._parsed.get(key)
         if parsed is None:
             if mode == LENIENT:
-                stub = _REASONING_STUB.get(grammar_of(template), "")
-                parsed = parse_completion(stub + self.text, template=template, mode="substring")
+                parsed = parse_calls(self.text, grammar)
             else:
-                parsed = parse_completion(self.text, template=template, mode=mode)
+                parsed = parse_completion(self.text, grammar, mode)
             self._parsed[key] = parsed
         return parsed
 
@@ -101,7 +98,7 @@ class ParseCache:
 def check_template(template: str, format_mode: str, where: str) -> None:
     """Configuration errors surface at construction, not as silent zeros during training."""
     try:
-        grammar_of(template)
+        grammar_for(template)
     except ValueError as e:
         raise ValueError(f"{where}.template: {e}") from None
     if format_mode not in MODES:
@@ -118,9 +115,9 @@ class Reward(abc.ABC):
     def __init__(self, template: str = "tool_n1", format_mode: str = "strict") -> None:
         check_template(template, format_mode, type(self).__name__)
         self.template = template
-        # The grammar, not the template name, is what parsing needs: resolved now, so that a reward
-        # unpickled in another process does not depend on prompt-template aliases registered there.
-        self.grammar = grammar_of(template)
+        # The grammar's name, not the template name, is what parsing needs: resolved now, so that a
+        # reward unpickled in another process does not depend on templates registered there.
+        self.grammar = grammar_for(template).name
         self.format_mode = format_mode
 
     def __repr__(self) -> str:

@@ -3,7 +3,7 @@
     r(c, a*) = 1   if format_ok(c) and calls(c) == a*
                0   otherwise
 
-`format_ok` is the parser's verdict (`tooltune.parsing.parse_completion`, which owns the grammar):
+`format_ok` is the parser's verdict (`tooltune.parsing.parse_completion`, under the template's grammar):
 under `strict` for `tool_n1`, exactly one `<think>…</think>` with non-empty reasoning followed by
 exactly one `<tool_call>…</tool_call>` holding a JSON list of {"name", "arguments"} objects (or one
 such object), nothing but whitespace around; `[]` is an explicit "no call". `substring` reproduces the
@@ -24,8 +24,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tooltune.matching import calls_match
-from tooltune.parsing import parse_completion
+from tooltune.matching import calls_match, exact_match
+from tooltune.prompts import grammar_for
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls
 from tooltune.schema import Parsed, ToolCall
 
@@ -40,12 +40,12 @@ def calls_correct(parsed: Parsed, gold: list[ToolCall]) -> bool:
 
 
 def binary_from_parses(
-    ctx: ParseCache, gold: list[ToolCall], template: str, format_mode: str, require_format: bool
+    ctx: ParseCache, gold: list[ToolCall], grammar: str, format_mode: str, require_format: bool
 ) -> float:
     if require_format:
-        parsed = ctx.get(template, format_mode)
+        parsed = ctx.get(grammar, format_mode)
         return 1.0 if parsed.format_ok and calls_correct(parsed, gold) else 0.0
-    return 1.0 if calls_correct(ctx.get(template, LENIENT), gold) else 0.0
+    return 1.0 if calls_correct(ctx.get(grammar, LENIENT), gold) else 0.0
 
 
 def binary_reward(
@@ -62,12 +62,7 @@ def binary_reward(
     """
     try:
         text = completion if type(completion) is str else completion_text(completion)
-        if require_format:  # the hot path of training: one parse, one comparison, nothing else
-            parsed = parse_completion(text, template, format_mode)
-            if not parsed.format_ok or parsed.calls is None:
-                return 0.0  # no need to decode the ground truth
-            return 1.0 if calls_match(parsed.calls, gold_calls(answer)) else 0.0
-        return 1.0 if calls_correct(ParseCache(text).get(template, LENIENT), gold_calls(answer)) else 0.0
+        return exact_match(text, gold_calls(answer), grammar_for(template), format_mode, require_format)
     except Exception as e:  # pragma: no cover - the parser and matcher are designed not to raise
         logger.warning("binary_reward failed (%s: %.200s); scoring 0", type(e).__name__, e)
         return 0.0

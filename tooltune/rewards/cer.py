@@ -16,7 +16,7 @@ block, whatever surrounds it), since the student only has to finish a call block
 When the policy's reasoning cannot be read (format error), v = 0: reasoning that cannot be
 extracted helps nobody, and this keeps a malformed answer from dodging a negative R_cer.
 
-The student is any generation backend (`tooltune.evaluation.backends`: a local Hugging Face model or
+The student is any generation backend (`tooltune.generation`: a local Hugging Face model or
 an OpenAI-compatible endpoint such as a vLLM server). All continuations and missing baselines of a
 training batch go to the student in one `generate` call; rollouts of one prompt whose reasoning is
 word for word the same share one set of K continuations (v depends on nothing else). Needs the
@@ -34,14 +34,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tooltune.generation import GenerationRequest, make_backend
+from tooltune.parsing import get_grammar
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls, row_columns
 from tooltune.rewards.binary import calls_correct
 from tooltune.schema import ToolCall
 
 logger = logging.getLogger(__name__)
-
-PREFIXES = {"tool_n1": ("<think>", "</think>\n<tool_call>\n"), "r2if": ("<reason>", "</reason><tool>")}
-"""(open, close) around the reasoning in the continuation prefix, per output grammar."""
 
 
 class VBaseCache:
@@ -125,12 +124,12 @@ class CERReward(Reward):
         if student is None:
             raise ValueError(
                 "CERReward needs a student: a generation backend or a spec such as "
-                "{'kind': 'hf', 'model_path': ...} (see tooltune.evaluation.backends.make_backend)"
+                "{'kind': 'hf', 'model_path': ...} (see tooltune.generation.make_backend)"
             )
-        if self.grammar not in PREFIXES:
+        if get_grammar(self.grammar).continuation is None:
             raise ValueError(
-                f"CERReward.template: reasoning continuation needs one of {sorted(PREFIXES)}, "
-                f"got {template!r}"
+                f"CERReward.template: reasoning continuation needs a grammar with a reasoning block "
+                f"(tool_n1, r2if), got {template!r}"
             )
         if base_mode not in ("free", "no_reasoning"):
             raise ValueError(f"CERReward.base_mode: expected 'free' or 'no_reasoning', got {base_mode!r}")
@@ -151,8 +150,6 @@ class CERReward(Reward):
     @property
     def student(self) -> Any:
         if self._student is None:
-            from tooltune.evaluation.backends import make_backend
-
             spec = dict(self.student_spec or {})
             self._student = make_backend(spec.pop("kind"), **spec)
         return self._student
@@ -162,12 +159,9 @@ class CERReward(Reward):
         return str(getattr(self.student, "name", type(self.student).__name__))
 
     def prefix(self, reasoning: str) -> str:
-        open_tag, close = PREFIXES[self.grammar]
-        return f"{open_tag}{reasoning}{close}"
+        return get_grammar(self.grammar).continuation_prefix(reasoning)
 
-    def _request(self, prompt: Any, prefix: str, key: str, kind: str) -> Any:
-        from tooltune.evaluation.backends import GenerationRequest
-
+    def _request(self, prompt: Any, prefix: str, key: str, kind: str) -> GenerationRequest:
         return GenerationRequest(
             messages=list(prompt),
             n=self.k,

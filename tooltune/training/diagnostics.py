@@ -17,25 +17,19 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-logger = logging.getLogger(__name__)
+from tooltune.generation import HFBackend, Sampling, score_prompts
+from tooltune.prompts import grammar_for
 
-# Reasoning and call tags per output grammar (see tooltune.prompts.templates.render_answer).
-REGION_TAGS = {
-    "tool_n1": (("<think>", "</think>"), ("<tool_call>", "</tool_call>")),
-    "r2if": (("<reason>", "</reason>"), ("<tool>", "</tool>")),
-    "hermes": (("<think>", "</think>"), ("<tool_call>", "</tool_call>")),
-}
+logger = logging.getLogger(__name__)
 
 
 class RegionTagger:
     """Maps completion token ids to region codes (0 other, 1 reasoning, 2 tool call) by decoding."""
 
     def __init__(self, tokenizer: Any, template: str) -> None:
-        from tooltune.parsing import grammar_of
-
         self.tokenizer = tokenizer
-        grammar = grammar_of(template)
-        self.tags = REGION_TAGS.get(grammar)
+        grammar = grammar_for(template)
+        self.tags = (grammar.reasoning, grammar.call) if grammar.reasoning and grammar.call else None
         if self.tags is None:  # bare python / json grammars: the whole completion is the call
             self.patterns = None
         else:
@@ -62,7 +56,7 @@ class RegionTagger:
         return out
 
     def __call__(self, completion_ids: Any, completion_mask: Any) -> Any:
-        import torch
+        import torch  # deferred: this module is imported by the CLI's argument parsing
 
         rows = []
         for ids, mask in zip(completion_ids.tolist(), completion_mask.tolist(), strict=True):
@@ -137,22 +131,20 @@ def greedy_exact_match(
     max_new_tokens: int = 256,
     batch_size: int = 16,
 ) -> float:
-    """Held-out exact match: greedy completions (through `HFBackend`) scored by the binary reward."""
-    from tooltune.evaluation.backends import GenerationRequest, HFBackend
-    from tooltune.rewards.binary import binary_reward
-
+    """Held-out exact match: greedy completions (through `HFBackend`) scored like the binary reward."""
     if not rows:
         return float("nan")
     backend = HFBackend(model=model, tokenizer=tokenizer, batch_size=batch_size, name="held-out")
-    requests = [GenerationRequest(messages=r["prompt"], max_new_tokens=max_new_tokens) for r in rows]
     was_training = model.training
     model.eval()
     try:
-        outs = backend.generate(requests)
+        rewards = score_prompts(
+            backend, [r["prompt"] for r in rows], [r["answer"] for r in rows], template,
+            sampling=Sampling(temperature=0.0, max_new_tokens=max_new_tokens, batch_size=0),
+        )
     finally:
         model.train(was_training)
-    hits = sum(binary_reward(o[0], r["answer"], template=template) for o, r in zip(outs, rows, strict=True))
-    return hits / len(rows)
+    return sum(r[0] for r in rewards) / len(rows)
 
 
 class HeldOutEval(TrainerCallback):

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tooltune.evaluation.backends import (
+from tooltune.generation import (
     BackendError,
     GenerationRequest,
     HFBackend,

@@ -30,7 +30,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tooltune.evaluation.acebench_travel import Travel
+from tooltune.evaluation.acebench.travel import Travel
 from tooltune.schema import ToolCall
 
 SAVED = {

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooltune.evaluation.backends import Backend, GenerationRequest, MissingPrediction
-from tooltune.evaluation.bfcl import Verdict
+from tooltune.evaluation.acebench.sandbox import FoodPlatform, MessageApi, Sandbox
 from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig
+from tooltune.evaluation.verdict import Verdict
+from tooltune.generation import Backend, GenerationRequest, MissingPrediction
 from tooltune.parsing import parse_completion, parse_python_calls
-from tooltune.prompts import get_template, render_answer, render_prompt
+from tooltune.prompts import get_template, grammar_for, render_answer, render_prompt
 from tooltune.prompts.templates import python_calls
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
 
@@ -173,8 +174,6 @@ class AgentRun:
     """One agent conversation: `wants()` says who speaks next ("agent", "user" or None when done)."""
 
     def __init__(self, e: AgentEntry, cfg: AgentConfig) -> None:
-        from tooltune.evaluation.acebench_agent import Sandbox
-
         self.e, self.cfg = e, cfg
         self.multi_turn = e.category == "agent_multi_turn"
         variant = "multi_turn" if self.multi_turn else "multi_step"
@@ -230,7 +229,7 @@ class AgentRun:
         text = text if isinstance(text, str) else ""
         self.raw[-1].append(text)
         self.step += 1
-        parsed = parse_completion(text, template=self.cfg.template, mode=self.cfg.mode)
+        parsed = parse_completion(text, grammar_for(self.cfg.template), self.cfg.mode)
         self._count(text)
         if not parsed.calls:
             self.history.append({"role": "assistant", "content": text})
@@ -312,8 +311,6 @@ def _repair_plan(e: AgentEntry, plan: list[list[ToolCall]]) -> list[list[ToolCal
     """Ground truth wins over milestones. In the current data some milestones omit a needed
     login_device / turn_on_wifi / login_food_platform step, shorten a product name ("Super Supreme"
     for "Super Supreme Pizza") or delete another message than the one the ground truth lacks."""
-    from tooltune.evaluation.acebench_agent import FoodPlatform, MessageApi
-
     gt = {k: v for d in e.ground_truth for k, v in d.items()}
     names = {c.name for step in plan for c in step}
     base, want = e.initial_config.get("BaseApi", {}), gt.get("BaseApi", {})

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tooltune.models.loading import load_model_and_tokenizer
+from tooltune.prompts import render_answer
+
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("hf", "openai", "replay", "scripted")
@@ -85,8 +88,6 @@ class HFBackend:
         if model is None or tokenizer is None:
             if model_path is None:
                 raise ValueError("HFBackend needs model_path, or both model and tokenizer")
-            from tooltune.models.loading import load_model_and_tokenizer
-
             model, tokenizer = load_model_and_tokenizer(model_path, dtype=dtype, device=device)
         elif device is not None:
             model = model.to(device)
@@ -129,7 +130,7 @@ class HFBackend:
         return text.replace(pad, "") if pad else text
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
-        import torch
+        import torch  # deferred: torch is heavy and only this backend needs it
 
         out: list[list[str]] = [[] for _ in requests]
         groups: dict[tuple, list[int]] = {}
@@ -349,8 +350,6 @@ class ScriptedBackend:
         if (fn is None) == (samples is None):
             raise ValueError("ScriptedBackend needs exactly one of fn or samples")
         if samples is not None:
-            from tooltune.prompts import render_answer
-
             answers = {s.id: render_answer(s.answer, template) for s in samples}
 
             def fn(r: GenerationRequest) -> str:

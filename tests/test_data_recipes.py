@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tooltune.data.selection import R2IF_CATEGORIES, DifficultyConfig, balanced_set, difficulty_filter
+from tooltune.data.recipes import R2IF_CATEGORIES, DifficultyConfig, balanced_set, difficulty_filter
 from tooltune.data.synthetic import SynthConfig, generate
-from tooltune.evaluation.backends import BackendError, ScriptedBackend
+from tooltune.generation import BackendError, ScriptedBackend
 from tooltune.prompts import render_answer
 from tooltune.schema import Sample, ToolCall
 

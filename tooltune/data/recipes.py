@@ -7,9 +7,9 @@
   always or never solves: with a binary reward their GRPO advantages are all zero, so they cost rollout
   time and teach nothing. The success rate is p = (1/k) * sum_i R_binary(o_i, a*); the prompt is kept
   when low < p < high (defaults 0 and 1).
-The model sits behind the evaluation harness's generation backend interface
-(`tooltune.evaluation.backends`: `Backend.generate(list[GenerationRequest]) -> list[list[str]]`), so
-a local HF model, an OpenAI-compatible server or a predictions file can play the reference policy.
+The model sits behind a generation backend (`tooltune.generation`), so a local HF model, an
+OpenAI-compatible server or a predictions file can play the reference policy; rollouts are scored by
+`tooltune.generation.score_samples`, the same exact-match verdict as the binary reward.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooltune.generation import Backend, Sampling, score_samples
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -105,50 +106,32 @@ def _load_cache(path: str | None) -> dict[str, list[float]]:
     return out
 
 
-def policy_rewards(samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig) -> dict[str, list[float]]:
+def policy_rewards(
+    samples: Sequence[Sample], backend: Backend, cfg: DifficultyConfig
+) -> dict[str, list[float]]:
     """k binary rewards per sample from `backend` (resuming from `cfg.cache`)."""
-    from tooltune.evaluation.backends import GenerationRequest
-    from tooltune.prompts import render_prompt
-    from tooltune.rewards import binary_reward
-
     done = _load_cache(cfg.cache)
     todo = [s for s in samples if s.id not in done]
     if done:
         logger.info("difficulty filter: %d prompts already scored in %s", len(samples) - len(todo), cfg.cache)
-    from tqdm import tqdm
+    # seeds depend on the sample, not its position, so a resumed run draws the same rollouts
+    seeds = [(cfg.seed * 1_000_003 + zlib.crc32(s.id.encode())) % 2**31 for s in todo]
+    with open(cfg.cache, "a", encoding="utf-8") if cfg.cache else contextlib.nullcontext() as cache_f:
 
-    with contextlib.ExitStack() as stack:
-        bar = stack.enter_context(
-            tqdm(total=len(todo), desc="difficulty", unit="prompt", disable=not cfg.progress)
-        )
-        cache_f = stack.enter_context(open(cfg.cache, "a", encoding="utf-8")) if cfg.cache else None
-        for start in range(0, len(todo), cfg.batch_size):
-            batch = todo[start : start + cfg.batch_size]
-            # seeds depend on the sample, not its position, so a resumed run draws the same rollouts
-            requests = [
-                GenerationRequest(
-                    messages=render_prompt(s, template=cfg.template, history=cfg.history),
-                    n=cfg.k,
-                    temperature=cfg.temperature,
-                    max_new_tokens=cfg.max_new_tokens,
-                    seed=(cfg.seed * 1_000_003 + zlib.crc32(s.id.encode())) % 2**31,
-                    id=s.id,
-                )
-                for s in batch
-            ]
-            outputs = backend.generate(requests)
-            for s, texts in zip(batch, outputs):
-                answer = [c.to_dict() for c in s.answer]
-                rewards = [
-                    binary_reward(t, answer, template=cfg.template, require_format=cfg.require_format)
-                    for t in texts
-                ]
-                done[s.id] = rewards
+        def keep(idx: range, rewards: list[list[float]]) -> None:
+            for i, r in zip(idx, rewards):
+                done[todo[i].id] = r
                 if cache_f:
-                    cache_f.write(json.dumps({"sample_id": s.id, "rewards": rewards}) + "\n")
+                    cache_f.write(json.dumps({"sample_id": todo[i].id, "rewards": r}) + "\n")
             if cache_f:
                 cache_f.flush()
-            bar.update(len(batch))
+
+        score_samples(
+            backend, todo, cfg.template, cfg.k,
+            Sampling(cfg.temperature, cfg.max_new_tokens, cfg.batch_size),
+            history=cfg.history, seeds=seeds, require_format=cfg.require_format, on_chunk=keep,
+            progress="difficulty" if cfg.progress else None,
+        )
     return done
 
 

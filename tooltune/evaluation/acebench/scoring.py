@@ -11,9 +11,9 @@ plus the function and the missing parameter names (incomplete), "There is incorr
 wrong values (error_param), or that the request is beyond the functions' limitations (irrelevant).
 These phrases are ACEBench's; `SYSTEM_SUFFIX` tells the model to use them.
 Agent (agent_multi_step, agent_multi_turn): a sandboxed conversation with our simulated APIs
-(`acebench_agent`, `acebench_travel`), judged on the final state (end-to-end) and on the milestone
-calls (process); the loop and its scoring are in `acebench_loop` (re-exported here). multi_turn
-needs a user simulator (any Backend) and is skipped without one.
+(`sandbox`, `travel`), judged on the final state (end-to-end) and on the milestone calls (process);
+the loop and its scoring are in `agent`. multi_turn needs a user simulator (any Backend) and is
+skipped without one.
 Summary: each group (normal, special, agent) is the unweighted mean of its categories (agent: both
 categories required); overall = 0.2676 special + 0.578 normal + 0.1545 agent, None unless all groups
 were run; `overall_without_agent` renormalizes the two other weights.
@@ -27,32 +27,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-# re-exported: callers and docs use `acebench.<name>` for the agent categories too
-from tooltune.evaluation.acebench_loop import (  # noqa: F401
-    AGENT_CATEGORIES,
-    AGENT_SYSTEM,
-    FINISH,
-    NO_CALL_REPLY,
-    USER_OPENING,
-    USER_SIM_SKIP_MESSAGE,
-    USER_SYSTEM,
-    AgentConfig,
-    AgentEntry,
-    AgentRun,
-    AgentVerdict,
-    _repair_plan,
-    agent_plan,
-    agent_scripted_policy,
-    end_to_end,
-    load_agent_entries,
-    milestone_text,
-    process_accuracy,
-    run_agent,
-    scripted_user_policy,
-)
-from tooltune.evaluation.bfcl import Verdict
+from tooltune.evaluation.acebench.agent import AGENT_CATEGORIES
+from tooltune.evaluation.verdict import Verdict
 from tooltune.parsing import parse_completion
-from tooltune.prompts import render_answer
+from tooltune.prompts import grammar_for, render_answer
 from tooltune.schema import Sample, ToolCall
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
@@ -147,7 +125,7 @@ def _special(cat: str, expected: Any, text: str) -> str | None:
 
 
 def score(sample: Sample, category: str, text: Any, template: str, mode: str = "strict") -> Verdict:
-    parsed = parse_completion(text, template=template, mode=mode)
+    parsed = parse_completion(text, grammar_for(template), mode)
     if category.startswith("special"):
         if parsed.calls:
             return Verdict(sample.id, category, False, "called a function on a special entry")

@@ -1,0 +1,134 @@
+"""The one render -> generate n -> score loop, shared by every caller that measures a policy.
+
+Held-out accuracy (quickstart, training diagnostics), pass@k, the policy-based difficulty filter and
+the evaluation runner all ask a backend for completions in chunks; the first three also score them
+with `tooltune.matching.exact_match`, the same verdict as the binary reward, so a number measured
+here and the training signal cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from tooltune.generation.backends import Backend, GenerationRequest
+from tooltune.matching import exact_match
+from tooltune.prompts import grammar_for, render_prompt
+from tooltune.schema import Sample, ToolCall, calls_from_any
+
+ChunkCallback = Callable[[range, list[list[float]]], None]
+"""Called after each chunk with the indices it covered and their rewards (for caches that resume)."""
+
+
+@dataclass
+class Sampling:
+    """How completions are drawn; evaluation records it beside the result."""
+
+    temperature: float = field(default=0.0, metadata={"help": "sampling temperature; 0 = greedy"})
+    max_new_tokens: int = field(default=512, metadata={"help": "longest completion, in tokens"})
+    batch_size: int = field(
+        default=32, metadata={"help": "prompts per backend call (0 = all in one call)"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature: must be >= 0, got {self.temperature}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens: must be >= 1, got {self.max_new_tokens}")
+        if self.batch_size < 0:
+            raise ValueError(f"batch_size: must be >= 0, got {self.batch_size}")
+
+
+def generate_in_chunks(
+    backend: Backend, requests: Sequence[GenerationRequest], chunk_size: int
+) -> Iterator[tuple[range, list[list[str]]]]:
+    """Yield (indices, completions) for consecutive chunks of `requests` (chunk_size 0 = one chunk)."""
+    size = chunk_size if chunk_size > 0 else max(1, len(requests))
+    for start in range(0, len(requests), size):
+        chunk = list(requests[start : start + size])
+        yield range(start, start + len(chunk)), backend.generate(chunk)
+
+
+def _seeds(seeds: int | Sequence[int | None] | None, count: int) -> list[int | None]:
+    if seeds is None or isinstance(seeds, int):
+        return [seeds] * count
+    if len(seeds) != count:
+        raise ValueError(f"seeds: expected one per prompt ({count}), got {len(seeds)}")
+    return list(seeds)
+
+
+def score_prompts(
+    backend: Backend,
+    prompts: Sequence[list[dict[str, Any]]],
+    answers: Sequence[Any],
+    template: str,
+    n: int = 1,
+    sampling: Sampling | None = None,
+    *,
+    seeds: int | Sequence[int | None] | None = None,
+    ids: Sequence[str] | None = None,
+    mode: str = "strict",
+    require_format: bool = True,
+    on_chunk: ChunkCallback | None = None,
+    progress: str | None = None,
+) -> list[list[float]]:
+    """Exact-match rewards of `n` completions for each rendered prompt against its answer.
+
+    `answers` are ground truths in any form `calls_from_any` accepts (ToolCalls, dicts, a JSON string);
+    `template` names the grammar the completions are parsed with. `seeds` is one seed for every
+    request or one per prompt; `progress` names a progress bar (none when None).
+    """
+    sampling = sampling or Sampling()
+    grammar = grammar_for(template)
+    gold: list[list[ToolCall]] = [calls_from_any(a, f"answers[{i}]") for i, a in enumerate(answers)]
+    if len(gold) != len(prompts):
+        raise ValueError(f"answers: expected one per prompt ({len(prompts)}), got {len(gold)}")
+    requests = [
+        GenerationRequest(messages=list(p), n=n, temperature=sampling.temperature,
+                          max_new_tokens=sampling.max_new_tokens, seed=seed,
+                          id=ids[i] if ids is not None else None)
+        for i, (p, seed) in enumerate(zip(prompts, _seeds(seeds, len(prompts))))
+    ]
+    rewards: list[list[float]] = [[] for _ in requests]
+    with tqdm(total=len(requests), desc=progress, unit="prompt", disable=progress is None) as bar:
+        for idx, outputs in generate_in_chunks(backend, requests, sampling.batch_size):
+            chunk = [
+                [exact_match(t, gold[i], grammar, mode, require_format) for t in texts]
+                for i, texts in zip(idx, outputs, strict=True)
+            ]
+            for i, r in zip(idx, chunk):
+                rewards[i] = r
+            if on_chunk is not None:
+                on_chunk(idx, chunk)
+            bar.update(len(idx))
+    return rewards
+
+
+def score_samples(
+    backend: Backend,
+    samples: Sequence[Sample],
+    template: str,
+    n: int = 1,
+    sampling: Sampling | None = None,
+    *,
+    history: str = "native",
+    keep_reasoning: bool = True,
+    system_prompt: str | None = None,
+    seeds: int | Sequence[int | None] | None = None,
+    mode: str = "strict",
+    require_format: bool = True,
+    on_chunk: ChunkCallback | None = None,
+    progress: str | None = None,
+) -> list[list[float]]:
+    """Render each sample with `template`, generate `n` completions, score each by exact match.
+
+    Returns one list of n rewards (1.0 or 0.0) per sample, in order."""
+    prompts = [render_prompt(s, template, history, keep_reasoning, system_prompt) for s in samples]
+    return score_prompts(
+        backend, prompts, [s.answer for s in samples], template, n, sampling, seeds=seeds,
+        ids=[s.id for s in samples], mode=mode, require_format=require_format, on_chunk=on_chunk,
+        progress=progress,
+    )
