@@ -1,21 +1,36 @@
-"""CLI group `tooltune bench`: `tooltune bench efficiency [--out DIR]`, or any bench/NAME.py by name.
+"""CLI group `tooltune bench`: run a benchmark script from the project's `bench/` folder by name.
 
-`tooltune bench NAME [ARGS...]` runs the script `bench/NAME.py` of the source checkout with ARGS (the
-benchmarks live beside the package, not inside it); `tooltune bench --list` shows what is there.
+`tooltune bench NAME [ARGS...]` runs `bench/NAME.py` with ARGS; `tooltune bench --list` shows what is
+there. The benchmarks live in the source tree, not in the installed package, so the folder is looked
+up in this order: `--dir DIR`, the environment variable `TOOLTUNE_BENCH_DIR`, `./bench` in the current
+directory, and the source checkout the package was installed from (editable installs).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import runpy
 import sys
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parents[1] / "bench"
+ENV_VAR = "TOOLTUNE_BENCH_DIR"
 
 
-def available() -> list[str]:
-    return sorted(p.stem for p in BENCH_DIR.glob("*.py") if not p.stem.startswith("_"))
+def bench_dir(explicit: str | None = None) -> Path | None:
+    """The first existing benchmark folder among the places listed in the module docstring; a folder
+    given explicitly (option or environment variable) is the only candidate."""
+    given = explicit or os.environ.get(ENV_VAR)
+    candidates = [given] if given else ["bench", Path(__file__).resolve().parents[1] / "bench"]
+    for c in candidates:
+        if c and Path(c).is_dir() and any(Path(c).glob("*.py")):
+            return Path(c)
+    return None
+
+
+def available(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
 
 
 def register(subparsers: Any) -> None:
@@ -28,22 +43,28 @@ def register(subparsers: Any) -> None:
     p.add_argument("name", nargs="?", help="benchmark name (a bench/NAME.py script)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
     p.add_argument("--list", action="store_true", help="list the available benchmarks")
+    p.add_argument("--dir", default=None, help=f"the bench/ folder (default: ${ENV_VAR}, ./bench, or the "
+                   "source checkout)")
     p.set_defaults(func=_handle)
 
 
 def _handle(args: argparse.Namespace) -> int:
-    import runpy
-
-    names = available()
+    folder = bench_dir(args.dir)
+    if folder is None:
+        given = args.dir or os.environ.get(ENV_VAR)
+        where = f"{given} is not a folder of benchmark scripts" if given else "no bench/ folder found"
+        print(f"tooltune bench: {where}; the benchmarks ship with the source repository: run from its root, "
+              f"or pass --dir or set {ENV_VAR}", file=sys.stderr)
+        return 2
+    names = available(folder)
     if args.list or not args.name:
-        print("benchmarks: " + (", ".join(names) if names else f"none found in {BENCH_DIR}"))
+        print(f"benchmarks in {folder}: " + (", ".join(names) if names else "none"))
         return 0 if args.list else 2
     if args.name not in names:
-        print(
-            f"tooltune bench: unknown benchmark {args.name!r}; available: {', '.join(names)}", file=sys.stderr
-        )
+        print(f"tooltune bench: unknown benchmark {args.name!r}; available: {', '.join(names)}",
+              file=sys.stderr)
         return 2
-    script = BENCH_DIR / f"{args.name}.py"
+    script = folder / f"{args.name}.py"
     old = sys.argv
     sys.argv = [str(script), *args.args]
     try:

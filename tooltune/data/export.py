@@ -70,7 +70,7 @@ def to_hf_dataset(
     system_prompt: str | None = None,
 ) -> Any:
     """A `datasets.Dataset` of TRL rows."""
-    import datasets  # lazily: importing datasets costs about a second
+    import datasets  # deferred: datasets takes about a second to import
 
     rows = to_trl_rows(samples, template, history, keep_reasoning, system_prompt)
     if not rows:
@@ -118,8 +118,8 @@ def to_verl_rows(
 
 
 def write_verl_parquet(samples: Iterable[Sample], path: str, **kwargs: Any) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # deferred: only parquet needs pyarrow
+    import pyarrow.parquet as pq  # deferred: only parquet needs pyarrow
 
     rows = to_verl_rows(samples, **kwargs)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

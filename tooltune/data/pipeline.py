@@ -27,6 +27,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import yaml
+from tqdm import tqdm
+
 from tooltune.data.sources import RecordError, Rejection, get_source
 from tooltune.data.sources.base import RawRecord, describe, infer_category
 from tooltune.data.stats import SourceStats, format_table, total
@@ -82,7 +85,6 @@ class PrepareConfig:
 
     @classmethod
     def from_yaml(cls, path: str) -> PrepareConfig:
-        import yaml
 
         with open(path, encoding="utf-8") as f:
             data = yaml.safe_load(f) or {}
@@ -223,7 +225,6 @@ def _convert_options(module: Any, config: PrepareConfig) -> dict[str, Any]:
 def _progress(it: Iterator[RawRecord], desc: str, enabled: bool) -> Iterator[RawRecord]:
     if not enabled:
         return it
-    from tqdm import tqdm
 
     return iter(tqdm(it, desc=desc, unit="rec", mininterval=0.5))
 

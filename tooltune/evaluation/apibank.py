@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tooltune.data.sources import get_source
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
@@ -35,7 +36,6 @@ def data_files(data_dir: str | os.PathLike, levels: Iterable[str] = LEVELS) -> l
 
 def load_samples(data_dir: str | os.PathLike, levels: Iterable[str] = LEVELS) -> list[tuple[str, Sample]]:
     """(level, Sample) pairs; ids are `<level>/<dialogue file>#<id>` (unique across levels)."""
-    from tooltune.data.sources import get_source
 
     src = get_source("apibank")
     out = []

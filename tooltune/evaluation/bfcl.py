@@ -14,6 +14,7 @@ variable at a scratch folder.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import tempfile
@@ -21,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooltune.evaluation.bfcl_truth import single_turn_calls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
@@ -97,6 +99,7 @@ class BfclEntry:
 def load_entries(categories: Iterable[str]) -> list[BfclEntry]:
     """Entries of `categories` through bfcl_eval's own loader (language hints, multi-turn function docs)."""
     bfcl_environment()
+    # deferred: bfcl-eval loads every model handler at import (seconds)
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
     out = []
@@ -138,7 +141,6 @@ def entry_sample(e: BfclEntry, name_style: str = "dotted") -> Sample:
 
 def ground_truth_calls(e: BfclEntry, name_style: str = "dotted") -> list[ToolCall]:
     """What a perfect model answers for a single-turn entry (see `bfcl_truth.single_turn_calls`)."""
-    from tooltune.evaluation.bfcl_truth import single_turn_calls
 
     calls = single_turn_calls(e.ground_truth, e.functions or e.entry["function"], e.category)
     return [ToolCall(rename_dotted(c.name, name_style), c.arguments) for c in calls]
@@ -170,8 +172,8 @@ class SingleTurnScorer:
         if name_style not in NAME_STYLES:
             raise ValueError(f"name_style must be one of {sorted(NAME_STYLES)}, got {name_style!r}")
         bfcl_environment()
-        from bfcl_eval.constants.enums import Language
-        from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker
+        from bfcl_eval.constants.enums import Language  # deferred: bfcl-eval loads every model handler
+        from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # deferred: as above
 
         self.template, self.mode, self.name_style = template, mode, name_style
         self.model_key = NAME_STYLES[name_style].replace("/", "_")
@@ -272,7 +274,6 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def data_files(categories: Iterable[str]) -> list[str]:
     """The package's data and possible-answer files of `categories` (for the manifest's hashes)."""
-    import importlib.util
 
     spec = importlib.util.find_spec("bfcl_eval")
     if spec is None or not spec.submodule_search_locations:

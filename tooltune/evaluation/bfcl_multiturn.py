@@ -19,12 +19,14 @@ from __future__ import annotations
 import ast
 import keyword
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from tooltune.evaluation.bfcl import BfclEntry, bfcl_environment, entry_tools
+from tooltune.evaluation.bfcl_truth import parse_call_string
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest
 from tooltune.parsing import parse_completion
@@ -72,6 +74,7 @@ class MultiTurnRun:
     """The state of one entry's conversation; `request()` / `feed(text)` until `done`."""
 
     def __init__(self, e: BfclEntry, cfg: MultiTurnConfig, model_name: str) -> None:
+        # deferred: bfcl-eval loads every model handler at import (seconds)
         from bfcl_eval.constants.default_prompts import (
             DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
             MAXIMUM_STEP_LIMIT,
@@ -118,6 +121,7 @@ class MultiTurnRun:
                                  seed=c.seed, id=self.e.id, meta={"turn": self.turn, "step": self.step})
 
     def feed(self, text: str) -> None:
+        # deferred: bfcl-eval loads every model handler at import (seconds)
         from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 
         self.raw[self.turn].append(text)
@@ -147,6 +151,7 @@ class MultiTurnRun:
             self.error = f"multi_turn:force_terminated: more than {self.step_limit} steps in turn {self.turn}"
 
     def verdict(self) -> Verdict:
+        # deferred: bfcl-eval loads every model handler at import (seconds)
         from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
         if self.error:
@@ -163,8 +168,8 @@ class MultiTurnRun:
 
 
 def _forget_instances(model_name: str, entry_id: str) -> None:
-    import re
 
+    # deferred: bfcl-eval loads every model handler at import (seconds)
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
     prefix = re.sub(r"[-./:]", "_", model_name)
@@ -216,7 +221,6 @@ def scripted_policy(
     entries: Iterable[BfclEntry], template: str = "tool_n1"
 ) -> Callable[[GenerationRequest], str]:
     """A perfect multi-turn player: each turn's ground-truth calls in its first step, then no call."""
-    from tooltune.evaluation.bfcl_truth import parse_call_string
 
     plans: dict[str, list[list[ToolCall]]] = {}
     for e in entries:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from tooltune.data.sources.bfcl import resolve
 from tooltune.schema import ToolCall
 
 _JAVA_ELEM = {"String": "String", "integer": "int", "long": "long", "double": "double", "float": "float",
@@ -70,7 +71,6 @@ def js_literal(v: Any, schema: Mapping[str, Any]) -> str:
 
 def single_turn_calls(ground_truth: Any, functions: list[dict[str, Any]], category: str) -> list[ToolCall]:
     """The ground-truth calls of a single-turn entry, values in the entry's language."""
-    from tooltune.data.sources.bfcl import resolve
 
     params = {f["name"]: f.get("parameters") or {} for f in functions}
     render = java_literal if category == "simple_java" else js_literal if category == "simple_javascript" \

@@ -65,10 +65,10 @@ def _categories(mean_std: dict[str, Any]) -> list[str]:
 
 def category_chart(run: dict[str, Any], path: str | os.PathLike) -> Path:
     """Bar chart of per-category accuracy (mean, std as error bars) for one run."""
-    import matplotlib
+    import matplotlib  # deferred: only plotting needs matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: only plotting needs matplotlib
 
     ms = run["summary"].get("mean_std", {})
     cats = _categories(ms)

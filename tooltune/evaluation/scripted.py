@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from tooltune.evaluation import acebench, apibank, bfcl
+from tooltune.evaluation.bfcl_multiturn import scripted_policy
 from tooltune.generation import GenerationRequest, MissingPrediction
 from tooltune.prompts import render_answer
 from tooltune.schema import ToolCall
@@ -20,7 +22,6 @@ from tooltune.schema import ToolCall
 def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n1",
                  name_style: str = "dotted") -> tuple[dict[str, str], list[Any]]:
     """(id -> ground-truth completion for single-turn entries, the multi-turn entries)."""
-    from tooltune.evaluation import bfcl
 
     answers, multi = {}, []
     for e in bfcl.load_entries(bfcl.expand_categories(categories)):
@@ -46,17 +47,14 @@ def ground_truth_policy(
     """A `ScriptedBackend` function answering every entry of `benchmark` with its ground truth."""
     multi_play: Callable[[GenerationRequest], str] | None = None
     if benchmark == "bfcl":
-        from tooltune.evaluation.bfcl_multiturn import scripted_policy
 
         answers, multi = bfcl_answers(categories, template, name_style)
         multi_play = scripted_policy(multi, template) if multi else None
     elif benchmark == "apibank":
-        from tooltune.evaluation import apibank
 
         levels = list(apibank.LEVELS) if categories in (None, "all") else str(categories).split(",")
         answers = {s.id: render_answer(s.answer, template) for _, s in apibank.load_samples(data_dir, levels)}
     elif benchmark == "acebench":
-        from tooltune.evaluation import acebench
 
         cats = acebench.categories_in(data_dir) if categories in (None, "all") else str(categories).split(",")
         answers = {s.id: acebench.reference_answer(s, c, template)

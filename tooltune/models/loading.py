@@ -26,7 +26,7 @@ def _offline() -> bool:
 
 
 def _resolve_dtype(dtype: Any) -> Any:
-    import torch
+    import torch  # deferred: torch takes seconds to import
 
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
@@ -60,6 +60,7 @@ def load_model_and_tokenizer(
     the local cache) by `transformers`; with `HF_HUB_OFFLINE=1` only the cache is consulted. Failures
     raise `ModelLoadError` stating whether the path is missing, the Hub unreachable, or files incomplete.
     """
+    # deferred: transformers takes seconds to import
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source = str(name_or_path)

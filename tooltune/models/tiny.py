@@ -73,7 +73,9 @@ def build_tiny_model(
     Returns:
         The output directory as a `Path`.
     """
-    import torch
+    import torch  # deferred: torch takes seconds to import
+
+    # deferred: transformers takes seconds to import
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     if size not in SIZES:

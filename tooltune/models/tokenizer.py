@@ -104,6 +104,7 @@ def train_tokenizer(
     entity names).
     Training is deterministic for a given corpus (checked across processes).
     """
+    # deferred: transformers takes seconds to import
     from transformers import PreTrainedTokenizerFast  # noqa: F811  (runtime import; heavy)
 
     tok = train_bpe(corpus, vocab_size, extra_tokens)

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from tooltune.generation import GenerationRequest
 from tooltune.schema import Sample, ToolSpec
 
@@ -240,7 +242,6 @@ class LLMAnnotator:
 
     def prefetch(self, tools: Iterable[ToolSpec]) -> None:
         """Ask for every tool not cached yet, `batch_size` tools per backend call (progress shown)."""
-        from tqdm.auto import tqdm
 
         todo = {}
         for t in tools:
@@ -275,7 +276,6 @@ def annotate_samples(
     samples: Iterable[Sample], annotator: RuleAnnotator | LLMAnnotator | None = None, overwrite: bool = False
 ) -> list[Sample]:
     """Attach annotations to each sample's meta (in place) and return the samples."""
-    from tqdm.auto import tqdm
 
     annotator = annotator or RuleAnnotator()
     samples = list(samples)

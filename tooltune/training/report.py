@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,10 @@ def series(records: list[dict[str, Any]], key: str) -> tuple[list[int], list[flo
 
 def plot_run(run_dir: str | Path, out_dir: str | Path) -> list[Path]:
     """Draw every plot that has data; returns the PNG paths written."""
-    import matplotlib
+    import matplotlib  # deferred: only plotting needs matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: only plotting needs matplotlib
 
     records = load_metrics(run_dir)
     reward_keys = sorted(
@@ -206,7 +207,6 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    import sys
 
     out = Path(args.out) if args.out else Path(args.run_dir) / "report"
     try:

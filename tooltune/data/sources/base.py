@@ -153,7 +153,7 @@ def _iter_array(path: str) -> Iterator[RawRecord]:
 
 
 def _iter_parquet(path: str) -> Iterator[RawRecord]:
-    import pyarrow.parquet as pq  # lazily: pyarrow is heavy and only parquet input needs it
+    import pyarrow.parquet as pq  # deferred: only parquet needs pyarrow
 
     try:
         pf = pq.ParquetFile(path)
@@ -173,7 +173,7 @@ def iter_hub(dataset_id: str, split: str = "train", required: Sequence[str] = ()
     pass the local JSON/JSONL/parquet path with --input instead.
     """
     try:
-        import datasets
+        import datasets  # deferred: datasets takes about a second to import
     except ImportError as e:  # pragma: no cover - datasets is a core dependency
         raise SourceUnavailable("the 'datasets' package is needed for hub datasets") from e
     try:

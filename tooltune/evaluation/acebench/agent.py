@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tooltune.data.sources.base import describe, iter_file
 from tooltune.evaluation.acebench.sandbox import FoodPlatform, MessageApi, Sandbox
+from tooltune.evaluation.bfcl import entry_tools
 from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, MissingPrediction
@@ -71,7 +73,6 @@ class AgentEntry:
 
     @property
     def tools(self) -> list[ToolSpec]:
-        from tooltune.evaluation.bfcl import entry_tools
 
         return entry_tools(self.functions)
 
@@ -100,7 +101,6 @@ def load_agent_entries(data_dir: str | os.PathLike, categories: Iterable[str]) -
 
 
 def _json_lines(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
-    from tooltune.data.sources.base import describe, iter_file
 
     for rec in iter_file(str(path), ("id",)):
         if not isinstance(rec.data, dict):

