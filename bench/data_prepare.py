@@ -33,9 +33,9 @@ def worker(source: str, path: str, out: str, no_cache: bool) -> None:
     from tooltune.data.sources import base
 
     if no_cache:
-        from tooltune.schema import ToolSpec
+        from tooltune.data.sources.types import tool_spec_from_source
 
-        base._spec = lambda t, where: ToolSpec.from_dict(t, where)
+        base._spec = tool_spec_from_source
     t0, c0 = time.perf_counter(), time.process_time()
     stats = prepare(PrepareConfig(sources=[(source, path)], out=out, progress=False))[source]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.rewards.annotate import (
     META_KEY,
     LLMAnnotator,
@@ -24,7 +25,7 @@ def bfcl_tools(
     tools = []
     for name in limit_files:
         for line in (data / name).read_text(encoding="utf-8").splitlines():
-            tools += [ToolSpec.from_dict(f) for f in json.loads(line)["function"]]
+            tools += [tool_spec_from_source(f) for f in json.loads(line)["function"]]
     return tools
 
 

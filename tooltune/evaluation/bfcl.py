@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.evaluation.bfcl_truth import single_turn_calls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
@@ -125,7 +126,7 @@ def rename_dotted(name: str, name_style: str) -> str:
 def entry_tools(functions: Iterable[Mapping[str, Any]], name_style: str = "dotted") -> list[ToolSpec]:
     tools = []
     for i, f in enumerate(functions):
-        spec = ToolSpec.from_dict(f, where=f"function[{i}]")
+        spec = tool_spec_from_source(f, where=f"function[{i}]")
         tools.append(ToolSpec(rename_dotted(spec.name, name_style), spec.description, spec.parameters))
     return tools
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec, calls_from_any
 
 logger = logging.getLogger(__name__)
@@ -267,7 +268,7 @@ _SPEC_CACHE_MAX = 100_000
 
 
 def _spec(t: Any, where: str) -> ToolSpec:
-    """ToolSpec.from_dict, memoized on the tool's repr (types distinct: 1, 1.0 and True differ).
+    """`tool_spec_from_source`, memoized on the tool's repr (types distinct: 1, 1.0 and True differ).
 
     Public sets repeat the same few thousand tools across tens of thousands of records, and schema
     normalization costs about ten times the key. Specs are shared, so nobody may mutate one.
@@ -275,7 +276,7 @@ def _spec(t: Any, where: str) -> ToolSpec:
     key = repr(t)
     spec = _SPEC_CACHE.get(key)
     if spec is None:
-        spec = ToolSpec.from_dict(t, where)
+        spec = tool_spec_from_source(t, where)
         if len(_SPEC_CACHE) >= _SPEC_CACHE_MAX:
             _SPEC_CACHE.clear()
         _SPEC_CACHE[key] = spec
