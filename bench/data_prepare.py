@@ -1,6 +1,6 @@
 """Benchmark: `tooltune data prepare` on 60,000 raw xLAM records and 10,000 ToolACE dialogues.
 
-Targets (issue 3): 60k xLAM-format records prepared in <= 30 s on one core with peak memory <= 1.5 GB;
+Targets: 60k xLAM-format records prepared in <= 30 s on one core with peak memory <= 1.5 GB;
 10k ToolACE dialogues likewise. Inputs come from the offline synthetic generator in the raw formats.
 Each run happens in a child process pinned to one CPU core; wall time, CPU time and the child's peak
 RSS (getrusage ru_maxrss) are reported side by side with the budgets, plus the same xLAM run with the

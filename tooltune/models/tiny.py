@@ -39,11 +39,11 @@ SIZES: dict[str, TinySize] = {
     # Fastest thing that is still a real transformer: for unit tests (~25k parameters).
     "test": TinySize(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
                      intermediate_size=64, vocab_size=384),
-    # The 0.5M-parameter model the quickstart feasibility trials measured: 0.25 s per SFT step at
-    # batch 32 on 2 CPU cores, ~1 s per GRPO step (4 prompts x 8 completions).
+    # 0.5M parameters: 0.25 s per SFT step at batch 32 on 2 CPU cores, ~1 s per GRPO step
+    # (4 prompts x 8 completions).
     "small": TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
                       intermediate_size=384, vocab_size=1024, initializer_range=0.08),
-    # Same as "small": the trials found hidden 256 / 4 layers (3.7M) too slow for a minutes-long quickstart.
+    # Same as "small": hidden 256 / 4 layers (3.7M parameters) is too slow for a minutes-long quickstart.
     "quickstart": TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
                            num_key_value_heads=4, intermediate_size=384, vocab_size=1024,
                            initializer_range=0.08),

@@ -1,4 +1,4 @@
-"""ACEBench (English) from ACEBench/ACEBench `data_all/data_en/` (kept in ../shared/data/acebench).
+"""ACEBench (English): the files of the ACEBench/ACEBench repository's `data_all/data_en/` folder.
 
 Files: `data_<category>.json` (one object per line: {"id", "question": "user: ...\\nsystem: ...",
 "function": [...], "time" | "profile"}) and `possible_answer/data_<category>.json` ({"id",

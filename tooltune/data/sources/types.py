@@ -9,7 +9,6 @@ Adapters call `tool_spec_from_source`; everything after them sees JSON Schema on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -187,16 +186,10 @@ def tool_spec_from_source(d: Any, where: str = "tool") -> ToolSpec:
     xLAM, ToolACE, BFCL, API-Bank {"name", "description", "input_parameters"})."""
     if isinstance(d, ToolSpec):
         return d
-    if not isinstance(d, Mapping):
-        raise _fail(where, f"expected an object, got {type(d).__name__}")
-    if isinstance(d.get("function"), Mapping):  # OpenAI tools format
+    if isinstance(d, Mapping) and isinstance(d.get("function"), Mapping):  # OpenAI tools format
         d = d["function"]
-    name = d.get("name")
-    if not isinstance(name, str) or not name:
-        raise _fail(f"{where}.name", f"expected a non-empty string, got {name!r:.80}")
-    desc = d.get("description") or ""
-    if not isinstance(desc, str):
-        desc = json.dumps(desc, ensure_ascii=False)
+    head = {k: v for k, v in d.items() if k not in ("parameters", "input_parameters")} if isinstance(
+        d, Mapping) else d
+    named = ToolSpec.from_dict(head, where)  # checks the object, its name and description
     params = d.get("parameters", d.get("input_parameters"))
-    parameters = normalize_parameters(params, f"{where}.parameters")
-    return ToolSpec(name=name, description=desc, parameters=parameters)
+    return ToolSpec(named.name, named.description, normalize_parameters(params, f"{where}.parameters"))
