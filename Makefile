@@ -16,6 +16,10 @@ TORCH_PIN := torch==2.13.0
 # A fresh venv brings the interpreter's bundled pip (23.x here): slower resolver, noisy with local indexes.
 PIP_PIN := pip==26.3
 PYTEST_ARGS ?=
+# Benchmark files (ACEBench, API-Bank) that the evaluation tests read: the data folder beside the
+# checkout when there is one; set TOOLTUNE_DATA_DIR=/path/to/data to use another. Without it those
+# tests skip and say why.
+TOOLTUNE_DATA_DIR ?= $(wildcard $(abspath $(CURDIR)/..)/shared/data)
 DEMO_OUT ?= runs/quickstart
 BENCH ?= $(sort $(wildcard bench/*.py))
 
@@ -59,7 +63,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check tooltune tests $(wildcard bench)
 
 test: lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	TOOLTUNE_DATA_DIR="$(TOOLTUNE_DATA_DIR)" $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	$(BIN)/tooltune quickstart --out $(DEMO_OUT)

@@ -12,6 +12,10 @@ import json
 import random
 from collections.abc import Iterator
 
+from tooltune.parsing import GRAMMARS
+
+_TOOL_N1, _R2IF = GRAMMARS["tool_n1"], GRAMMARS["r2if"]
+
 _TOOLS = [
     ("get_weather", "Get the current weather for a city.",
      {"city": ("string", "City name, e.g. Paris"), "unit": ("string", "celsius or fahrenheit")}),
@@ -87,11 +91,13 @@ def example_texts(n: int = 400, seed: int = 0) -> Iterator[str]:
         answer_json = json.dumps(calls)
         style = i % 3
         if style == 0:
-            answer = f"<think>The user wants to {request}.</think>\n<tool_call>{answer_json}</tool_call>"
+            (r0, r1), (c0, c1) = _TOOL_N1.reasoning, _TOOL_N1.call
+            answer = f"{r0}The user wants to {request}.{r1}\n{c0}{answer_json}{c1}"
         elif style == 1:
             steps = " ".join(f"#{c['name']}#" for c in calls) or "no function fits"
             params = "\n".join(f"- {k}: {v}" for c in calls for k, v in c["arguments"].items())
-            answer = f"<reason>Step1 {steps}. Step2\n{params}</reason><tool>{answer_json}</tool>"
+            (r0, r1), (c0, c1) = _R2IF.reasoning, _R2IF.call
+            answer = f"{r0}Step1 {steps}. Step2\n{params}{r1}{c0}{answer_json}{c1}"
         else:
             answer = "[" + ", ".join(_python_call(c["name"], c["arguments"]) for c in calls) + "]"
         yield (

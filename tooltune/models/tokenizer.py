@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from tooltune.parsing import GRAMMARS
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerFast
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 """Control tokens; skipped when decoding with `skip_special_tokens=True`."""
 
-TAG_TOKENS = (
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "<reason>", "</reason>",
-    "<tool>", "</tool>", "<tools>", "</tools>",
-)
-"""Template tags: one token each, never split; NOT special, so decoding keeps them (parsers need them)."""
+TAG_TOKENS = (*dict.fromkeys(t for g in GRAMMARS.values() for t in g.tags), "<tools>", "</tools>")
+"""Every grammar's tags plus the tool-listing tags of the prompts: one token each, never split; NOT
+special, so decoding keeps them (parsers need them)."""
 
 # Qwen2's pre-tokenization regex (transformers' tokenization_qwen2.PRETOKENIZE_REGEX), see train_tokenizer.
 PRETOKENIZE_REGEX = (
