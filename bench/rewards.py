@@ -166,11 +166,11 @@ def bench_throughput(n: int, repeats: int, group: int = 1) -> dict:
 
 
 def bench_adversarial() -> dict:
-    from tooltune.parsing import MAX_CHARS
+    from tooltune.parsing import MAX_BLOCK_CHARS
 
     gold = json.dumps([{"name": "f", "arguments": {"a": 1}}])
     mb = 1_000_000
-    under = MAX_CHARS - 100
+    under = MAX_BLOCK_CHARS - 100
     cases = {
         "1MB reasoning": "<think>" + "x" * mb + "</think><tool_call>[]</tool_call>",
         "1MB nested brackets": "<think>r</think><tool_call>"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tooltune.matching import calls_match
 from tooltune.parsing import (
-    MAX_CHARS,
+    MAX_BLOCK_CHARS,
     MAX_DEPTH,
     R2IF_REJECTION,
     parse_completion,
@@ -17,6 +17,7 @@ from tooltune.parsing import (
     parse_python_calls,
 )
 from tooltune.prompts import render_answer
+from tooltune.rewards import binary_reward
 from tooltune.schema import Parsed, ToolCall
 
 GOOD = (
@@ -157,9 +158,38 @@ def test_hermes_and_json_grammars():
     assert parse_json_calls("not json") is None
 
 
-def test_bounds_size_depth_and_time():
-    huge = "<think>" + "a" * (MAX_CHARS + 1) + "</think><tool_call>[]</tool_call>"
-    assert "longer than" in parse_completion(huge).error
+def test_long_reasoning_is_scanned_and_only_the_call_block_is_bounded():
+    # a long-reasoning model's 30k+ tokens of thought before a right answer
+    answer = '<tool_call>[{"name": "f", "arguments": {"a": 1}}]</tool_call>'
+    long_thought = "<think>" + "step by step. " * 20_000 + "</think>" + answer
+    assert len(long_thought) > 2 * MAX_BLOCK_CHARS
+    p = parse_completion(long_thought)
+    assert p.format_ok and p.calls == [ToolCall("f", {"a": 1})]
+    assert binary_reward(long_thought, [{"name": "f", "arguments": {"a": 1}}]) == 1.0
+    big_block = "<think>x</think><tool_call>" + " " * MAX_BLOCK_CHARS + "[]</tool_call>"
+    assert "call block longer than" in parse_completion(big_block).error
+    assert "longer than" in parse_completion("[f(a='" + "x" * MAX_BLOCK_CHARS + "')]", "python").error
+    assert parse_completion("x" * MAX_BLOCK_CHARS + "[]", "json").format_ok is False
+    hermes = "t" * (2 * MAX_BLOCK_CHARS) + '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    assert parse_completion(hermes, "hermes").calls == [ToolCall("f", {})]
+
+
+def test_substring_reads_the_last_block_as_the_original_scorer_does():
+    good = '<think>r</think><tool_call>[{"name": "f", "arguments": {}}]</tool_call>'
+    # a stray closing tag after a correct block does not move the block
+    stray = parse_completion(good + "</tool_call>", mode="substring")
+    assert stray.format_ok and stray.calls == [ToolCall("f", {})]
+    # an opening tag inside a block is part of its content: the block does not decode
+    nested = '<think>r</think><tool_call><tool_call>[{"name": "f", "arguments": {}}]</tool_call>'
+    assert parse_completion(nested, mode="substring").calls is None
+    # with two complete blocks the last one counts
+    two = good + '<tool_call>[{"name": "g", "arguments": {}}]</tool_call>'
+    assert parse_completion(two, mode="substring").calls == [ToolCall("g", {})]
+    # the strict format refuses all three
+    assert not any(parse_completion(t).format_ok for t in (good + "</tool_call>", nested, two))
+
+
+def test_bounds_depth_and_time():
     deep = "<think>a</think><tool_call>" + "[" * 10_000 + "]" * 10_000 + "</tool_call>"
     assert "nesting deeper" in parse_completion(deep).error
     assert parse_python_calls("[f(a=" + "[" * 10_000 + "]" * 10_000 + ")]") is None
@@ -171,8 +201,8 @@ def test_bounds_size_depth_and_time():
     )
     assert parse_completion(within).format_ok
     t0 = time.perf_counter()
-    parse_completion("<think>" * 200_000)  # 1.4 MB of repeated tags: rejected by size before any scan
-    parse_completion("<think>x</think><tool_call>" + '"' * (MAX_CHARS - 40) + "</tool_call>")
+    assert not parse_completion("<think>" * 200_000).format_ok  # 1.4 MB of repeated tags: counted linearly
+    parse_completion("<think>x</think><tool_call>" + '"' * (MAX_BLOCK_CHARS - 40) + "</tool_call>")
     assert (
         parse_completion("\ud800<think>\udfff</think><tool_call>[]</tool_call>").error
         == "text before <think>"

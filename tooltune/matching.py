@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tooltune.parsing import Grammar, parse_calls, parse_completion
@@ -86,15 +86,18 @@ def values_equal(a: Any, b: Any) -> bool:
 
 def exact_match(
     text: Any,
-    gold: Sequence[ToolCall],
+    gold: Sequence[ToolCall] | Callable[[], Sequence[ToolCall]],
     grammar: str | Grammar = "tool_n1",
     mode: str = "strict",
     require_format: bool = True,
 ) -> float:
     """Tool-N1's binary verdict (arXiv 2505.00024, Eq. 4): 1.0 when the format is right under `grammar`
     and `mode` and the calls equal `gold`, else 0.0. With `require_format=False` only the calls count,
-    read leniently (the last call block, whatever surrounds it). Never raises on `text`."""
-    if require_format:
-        parsed = parse_completion(text, grammar, mode)
-        return 1.0 if parsed.format_ok and calls_match(parsed.calls, gold) else 0.0
-    return 1.0 if calls_match(parse_calls(text, grammar).calls, gold) else 0.0
+    read leniently (the last call block, whatever surrounds it). Never raises on `text`.
+
+    `gold` may be a function returning the calls: it is called only when a call list was decoded, so a
+    malformed completion (most of them early in training) costs no ground-truth decoding."""
+    parsed = parse_completion(text, grammar, mode) if require_format else parse_calls(text, grammar)
+    if parsed.calls is None or (require_format and not parsed.format_ok):
+        return 0.0
+    return 1.0 if calls_match(parsed.calls, gold() if callable(gold) else gold) else 0.0

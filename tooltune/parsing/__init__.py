@@ -7,7 +7,8 @@ the training signal and the benchmark cannot drift apart.
 Model output is hostile input. Nothing here evaluates it: JSON goes through `json.loads`, Python
 call syntax through a small scanner plus `ast.literal_eval` on single argument values. Every path
 is linear in the input length (`str.count`/`str.find` scans, one JSON decode), input longer than
-`MAX_CHARS` is rejected before any work, and bracket nesting is bounded by `MAX_DEPTH`.
+a call block longer than `MAX_BLOCK_CHARS` is refused before it is decoded (reasoning may be any
+length), and bracket nesting is bounded by `MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from tooltune.parsing.grammar import GRAMMARS, MODES, R2IF_REJECTION, Grammar, get_grammar
 from tooltune.parsing.json_calls import parse_json_calls
-from tooltune.parsing.limits import MAX_CALLS, MAX_CHARS, MAX_DEPTH
+from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.parsing.python_calls import parse_python_calls
 from tooltune.schema import Parsed
 
@@ -34,8 +35,6 @@ def parse_completion(text: Any, grammar: str | Grammar = "tool_n1", mode: str = 
         raise ValueError(f"unknown format mode {mode!r}; expected one of {MODES}")
     if not isinstance(text, str):
         return Parsed(None, None, False, f"completion is {type(text).__name__}, not text")
-    if len(text) > MAX_CHARS:
-        return Parsed(None, None, False, f"completion longer than {MAX_CHARS} characters")
     try:
         return g.decode(text, mode)
     except Exception as e:  # a parser bug must never take down a training step
@@ -56,7 +55,7 @@ def parse_calls(text: Any, grammar: str | Grammar = "tool_n1") -> Parsed:
 __all__ = [
     "GRAMMARS",
     "MAX_CALLS",
-    "MAX_CHARS",
+    "MAX_BLOCK_CHARS",
     "MAX_DEPTH",
     "MODES",
     "R2IF_REJECTION",

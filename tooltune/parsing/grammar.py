@@ -110,19 +110,35 @@ def _split_strict(text: str, think: Tags, call: Tags) -> tuple[str, str] | str:
     return reasoning.strip(), text[c0:c1]
 
 
+def _last_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | None:
+    """Content extent of the last block found scanning left to right, each block ending at the first
+    closing tag after its opening tag (the last match of the regex `open(.*?)close`, in linear time):
+    a stray closing tag after a block does not move it, and an opening tag inside a block stays part
+    of that block's content."""
+    last, pos = None, 0
+    while True:
+        start = text.find(open_tag, pos)
+        if start < 0:
+            return last
+        end = text.find(close_tag, start + len(open_tag))
+        if end < 0:
+            return last
+        last, pos = (start + len(open_tag), end), end + len(close_tag)
+
+
 def _split_substring(text: str, think: Tags, call: Tags) -> tuple[str, str] | str:
     """Original scorer: all four tags present anywhere; the last complete call block counts."""
     missing = [t for t in (*think, *call) if t not in text]
     if missing:
         return f"missing tag(s) {' '.join(missing)}"
-    c1 = text.rfind(call[1])
-    c0 = text.rfind(call[0], 0, c1)
-    if c0 < 0:
-        return f"no {call[0]} before the last {call[1]}"
+    block = _last_block(text, *call)
+    if block is None:
+        return f"no complete {call[0]}…{call[1]} block"
+    c0, c1 = block
     r0 = text.find(think[0])
     r1 = text.find(think[1], r0 + len(think[0]))
     reasoning = text[r0 + len(think[0]) : r1].strip() if r1 >= 0 else ""
-    return reasoning, text[c0 + len(call[0]) : c1]
+    return reasoning, text[c0:c1]
 
 
 def _split(text: str, mode: str, think: Tags, call: Tags) -> tuple[str, str] | str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tooltune.parsing.limits import MAX_CALLS, MAX_CHARS, MAX_DEPTH
+from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.schema import ToolCall
 
 
@@ -51,6 +51,8 @@ def _value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
 
 def decode_json_calls(block: str, strict: bool = True) -> tuple[list[ToolCall] | None, str | None]:
     """Decode a JSON call list (or one call object) into ToolCalls: (calls, None) or (None, reason)."""
+    if len(block) > MAX_BLOCK_CHARS:
+        return None, f"call block longer than {MAX_BLOCK_CHARS} characters"
     b = block.strip()
     if not b:
         return None, "empty call block"
@@ -104,7 +106,7 @@ def _calls_from_json(data: Any, strict: bool) -> tuple[list[ToolCall] | None, st
 
 def parse_json_calls(text: str) -> list[ToolCall] | None:
     """A bare JSON list of call objects (or one object), optionally in a code fence; None if not."""
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_BLOCK_CHARS:
         return None
     calls, _ = decode_json_calls(strip_fence(text), strict=False)
     return calls

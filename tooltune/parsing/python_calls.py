@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tooltune.parsing.json_calls import loads_strict, strip_fence
-from tooltune.parsing.limits import MAX_CALLS, MAX_CHARS, MAX_DEPTH
+from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.schema import ToolCall
 
 
@@ -66,7 +66,7 @@ def parse_python_calls(text: str) -> list[ToolCall] | None:
     Names may contain dots and spaces (ToolACE); values may contain commas, parentheses, quotes and
     nested containers. Returns None for anything else (positional arguments, expressions, names).
     """
-    if not isinstance(text, str) or len(text) > MAX_CHARS:
+    if not isinstance(text, str) or len(text) > MAX_BLOCK_CHARS:
         return None
     calls, _ = python_calls_with_error(strip_fence(text))
     return calls
@@ -74,8 +74,8 @@ def parse_python_calls(text: str) -> list[ToolCall] | None:
 
 def python_calls_with_error(s: str) -> tuple[list[ToolCall] | None, str | None]:
     s = s.strip()
-    if len(s) > MAX_CHARS:
-        return None, f"longer than {MAX_CHARS} characters"
+    if len(s) > MAX_BLOCK_CHARS:
+        return None, f"longer than {MAX_BLOCK_CHARS} characters"
     if _too_deep(s):
         return None, f"nesting deeper than {MAX_DEPTH}"
     if s.startswith("[") and s.endswith("]"):

@@ -62,7 +62,8 @@ def binary_reward(
     """
     try:
         text = completion if type(completion) is str else completion_text(completion)
-        return exact_match(text, gold_calls(answer), grammar_for(template), format_mode, require_format)
+        gold = lambda: gold_calls(answer)  # noqa: E731  (decoded only when the format passes)
+        return exact_match(text, gold, grammar_for(template), format_mode, require_format)
     except Exception as e:  # pragma: no cover - the parser and matcher are designed not to raise
         logger.warning("binary_reward failed (%s: %.200s); scoring 0", type(e).__name__, e)
         return 0.0
