@@ -66,3 +66,31 @@ def test_report_on_a_folder_without_metrics(tmp_path: Path, capsys: pytest.Captu
 
     assert main(["report", str(tmp_path)]) == 2
     assert "no metrics" in capsys.readouterr().err
+
+
+def test_report_on_garbage_metrics_is_an_error_not_an_empty_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from tooltune.cli import main
+
+    (tmp_path / "metrics.jsonl").write_bytes(bytes(range(256)) * 12)
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.jsonl: no metrics record" in err and "line 1" in err
+    (tmp_path / "metrics.jsonl").write_text('{"a": 1}\nnot json\n[1, 2]\n')
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert not (tmp_path / "r" / "summary.md").exists()
+
+
+def test_report_skips_a_torn_line_and_refuses_an_unwritable_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from tooltune.cli import main
+
+    good = '{"stage": "grpo", "step": 1, "reward": 0.5}\n'
+    (tmp_path / "metrics.jsonl").write_text(good + '{"stage": "grpo", "st')
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "r")]) == 0
+    assert "| GRPO steps | 1 |" in (tmp_path / "r" / "summary.md").read_text()
+    (tmp_path / "file").write_text("x")
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "file" / "r")]) == 2
+    assert "--out" in capsys.readouterr().err

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import math
 import sys
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 # plot file -> (title, y label, [(metric key, legend label)])
 PLOTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
@@ -60,19 +63,37 @@ PLOTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
 }
 
 
+class MetricsError(ValueError):
+    """A run's metrics.jsonl is missing or holds no metrics record; the message names the file."""
+
+
 def load_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The records of RUN_DIR/metrics.jsonl (JSON objects with a "step"). Unreadable lines (a line torn
+    by a kill, foreign bytes) are skipped and counted in a warning; a file with no record at all is a
+    MetricsError, so a report is never drawn from garbage."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no metrics (is {run_dir} a `tooltune train` run directory?)")
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+        raise MetricsError(f"{path}: no metrics (is {run_dir} a `tooltune train` run directory?)")
+    records, bad, first_bad = [], 0, None
+    for lineno, raw in enumerate(path.read_bytes().splitlines(), 1):
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by a kill
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            rec = None
+        if not isinstance(rec, dict) or not isinstance(rec.get("step"), (int, float)):
+            bad += 1
+            first_bad = first_bad or lineno
+            continue
         if rec.get("stage") == "sft" and "loss" in rec:
             rec = dict(rec, sft_loss=rec.pop("loss"))
         records.append(rec)
+    if not records:
+        raise MetricsError(
+            f"{path}: no metrics record in {bad} line(s) (expected one JSON object with a 'step' per line; "
+            f"line {first_bad} is not one)" if bad else f"{path}: empty"
+        )
+    if bad:
+        logger.warning("%s: skipped %d unreadable line(s), the first at line %d", path, bad, first_bad)
     return records
 
 
@@ -211,10 +232,13 @@ def _handle(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path(args.run_dir) / "report"
     try:
         plots = plot_run(args.run_dir, out)
-    except FileNotFoundError as e:
+        md = write_markdown(args.run_dir, out, plots)
+    except MetricsError as e:
         print(f"tooltune report: {e}", file=sys.stderr)
         return 2
-    md = write_markdown(args.run_dir, out, plots)
+    except OSError as e:
+        print(f"tooltune report: --out {out}: cannot write there ({e.strerror or e})", file=sys.stderr)
+        return 2
     print(md.read_text(encoding="utf-8"))
     print(f"tooltune report: {len(plots)} plots and {md} written to {out}")
     return 0
