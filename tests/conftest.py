@@ -1,4 +1,4 @@
-"""Shared pytest fixtures: repository paths, the benchmark data folder, and a tiny offline model.
+"""Shared pytest fixtures: repository paths, the benchmark data folder ($TOOLTUNE_DATA_DIR), a tiny model.
 
 Tests never reach a model or dataset hub: the Hugging Face offline flags are forced here, before any
 test module imports transformers. Torch uses 2 threads (the CI machines have 2 cores).
@@ -36,11 +36,15 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_data_dir() -> Path:
-    """Benchmark data kept beside the project: $TOOLTUNE_SHARED_DATA, else ../shared/data."""
-    env = os.environ.get("TOOLTUNE_SHARED_DATA")
-    path = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    """The benchmark data folder named by $TOOLTUNE_DATA_DIR (holding acebench/ and apibank/)."""
+    env = os.environ.get("TOOLTUNE_DATA_DIR")
+    if not env:
+        pytest.skip("benchmark data not given: set TOOLTUNE_DATA_DIR to the folder holding acebench/ "
+                    "and apibank/")
+    path = Path(env)
     if not path.is_dir():
-        pytest.skip(f"benchmark data not found at {path} (set TOOLTUNE_SHARED_DATA)")
+        pytest.skip(f"TOOLTUNE_DATA_DIR={env} is not a folder: set it to the folder holding acebench/ "
+                    "and apibank/")
     return path
 
 

@@ -79,8 +79,36 @@ def test_select_difficulty_with_replay_backend(tmp_path: Path, capsys):
     preds.write_text("".join(json.dumps({"id": s.id, "result": render_answer(s.answer if i % 2 == 0 else [])})
                              + "\n" for i, s in enumerate(samples)))
     out = tmp_path / "kept.jsonl"
-    assert run(f"data select --recipe difficulty --input {data} --out {out} --backend replay "
-               f"--model {preds} --k 2") == 0
+    assert run(f"data select --recipe difficulty --input {data} --out {out} --predictions {preds} --k 2") == 0
     stats = json.loads(capsys.readouterr().out.splitlines()[-2])
     assert stats["kept"] == 0 and stats["in"] == 30  # a replay is always or never right
     assert len((tmp_path / "kept.rejected.jsonl").read_text().splitlines()) == 30
+
+
+def test_select_difficulty_needs_exactly_one_backend(tmp_path: Path, capsys):
+    data = tmp_path / "s.jsonl"
+    assert run(f"data synth --n 3 --out {data}") == 0
+    capsys.readouterr()
+    assert run(f"data select --recipe difficulty --input {data} --out {tmp_path}/k.jsonl") == 2
+    err = capsys.readouterr().err
+    assert "--model" in err and "--endpoint" in err and "--predictions" in err and "got none" in err
+    assert run(f"data select --recipe difficulty --input {data} --out {tmp_path}/k.jsonl "
+               f"--predictions {data} --model m") == 2
+    assert "got model and predictions" in capsys.readouterr().err
+
+
+def test_select_difficulty_with_an_endpoint_uses_the_eval_backend_flags(tmp_path: Path, capsys):
+    from test_generation_backends import _FakeServer
+
+    data = tmp_path / "s.jsonl"
+    assert run(f"data synth --n 4 --out {data}") == 0
+    capsys.readouterr()
+    with _FakeServer() as server:
+        rc = run(f"data select --recipe difficulty --input {data} --out {tmp_path}/k.jsonl --k 2 "
+                 f"--no-progress --endpoint {server.url} --model-name served --concurrency 2 "
+                 "--temperature 0.5")
+    assert rc == 0
+    stats = json.loads(capsys.readouterr().out.splitlines()[-2])
+    assert stats == {**stats, "in": 4, "kept": 0, "rejected": {"never_solved": 4}}  # the server only echoes
+    assert len(server.bodies) == 8 and {b["model"] for b in server.bodies} == {"served"}
+    assert {b["temperature"] for b in server.bodies} == {0.5}

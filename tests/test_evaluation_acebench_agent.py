@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -18,13 +17,10 @@ from tooltune.generation import OpenAIBackend, ReplayBackend, ScriptedBackend
 from tooltune.prompts import render_answer
 from tooltune.schema import SchemaError, ToolCall
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("TOOLTUNE_SHARED_DATA") or ROOT.parent / "shared" / "data") / "acebench"
-
 
 @pytest.fixture(scope="module")
-def entries() -> list[A.AgentEntry]:
-    return A.load_agent_entries(DATA, A.AGENT_CATEGORIES)
+def entries(shared_data_dir: Path) -> list[A.AgentEntry]:
+    return A.load_agent_entries(shared_data_dir / "acebench", A.AGENT_CATEGORIES)
 
 
 def _run(entries, agent, user=None, cfg=None):

@@ -123,9 +123,12 @@ def test_compare_flags_non_comparable_runs(tmp_path, shared_data_dir, capsys) ->
     assert "| level-1 | 100.0 | 399 |" in text and (tmp_path / "rep" / "r_1_apibank.png").stat().st_size > 0
 
 
-def test_cli_rejects_ambiguous_sources(tmp_path, shared_data_dir) -> None:
-    with pytest.raises(SystemExit):
-        main(["eval", "apibank", "--data-dir", str(shared_data_dir / "apibank"), "--out", str(tmp_path),
-              "--scripted", "--model", "x"])
+def test_cli_rejects_ambiguous_sources(tmp_path, shared_data_dir, capsys) -> None:
+    assert main(["eval", "apibank", "--data-dir", str(shared_data_dir / "apibank"), "--out", str(tmp_path),
+                 "--scripted", "--model", "x"]) == 2
+    assert "--scripted plays the ground truth; drop --model" in capsys.readouterr().err
+    assert main(["eval", "apibank", "--data-dir", str(shared_data_dir / "apibank"), "--out", str(tmp_path),
+                 "--model", "x", "--endpoint", "http://127.0.0.1:9/v1"]) == 2
+    assert "got model and endpoint" in capsys.readouterr().err
     assert main(["eval", "apibank", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path),
                  "--scripted"]) == 2

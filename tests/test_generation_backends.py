@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tooltune.config import ConfigError
 from tooltune.generation import (
+    BackendConfig,
     BackendError,
     GenerationRequest,
     HFBackend,
@@ -18,6 +20,7 @@ from tooltune.generation import (
     ReplayBackend,
     ScriptedBackend,
     make_backend,
+    make_backend_from,
 )
 from tooltune.schema import Sample, ToolCall
 
@@ -168,3 +171,40 @@ def test_hf_backend_greedy_is_deterministic_and_seeded_sampling_repeats(tiny_mod
     alone = backend.generate([reqs[0]])
     assert alone[0] == first[0]
     assert backend.prompt_text(reqs[3]).endswith("<think>")
+
+
+def test_backend_config_builds_exactly_one_source(tmp_path, monkeypatch) -> None:
+    p0, p1 = tmp_path / "p0.jsonl", tmp_path / "p1.jsonl"
+    for p in (p0, p1):
+        p.write_text(json.dumps({"id": "a", "result": p.stem}) + "\n")
+    replay = BackendConfig(predictions=str(p0)).build()
+    assert isinstance(replay, ReplayBackend) and replay.name == "replay:p0.jsonl"
+    seeds = BackendConfig(predictions=f"{p0}, {p1}").seed_backends(3)
+    assert [(s, b.generate([GenerationRequest(MSG, id="a")])) for s, b in seeds] == [(0, [["p0"]]),
+                                                                                    (1, [["p1"]])]
+    with pytest.raises(ConfigError, match="one file expected"):
+        BackendConfig(predictions=f"{p0},{p1}").build()
+    with pytest.raises(ConfigError, match=r"exactly one of model, endpoint, predictions .*got none"):
+        BackendConfig().build()
+    with pytest.raises(ConfigError, match="got model and predictions"):
+        make_backend_from({"model": "m", "predictions": str(p0)})
+    with pytest.raises(ConfigError, match="model_name: the endpoint needs a model name"):
+        make_backend_from({"endpoint": "http://127.0.0.1:9/v1"})
+    with pytest.raises(ConfigError, match="concurrency: must be >= 1"):
+        make_backend_from({"endpoint": "http://127.0.0.1:9/v1", "model_name": "m", "concurrency": 0})
+    with pytest.raises(ConfigError, match="base_url: unknown key"):
+        make_backend_from({"base_url": "http://127.0.0.1:9/v1"})
+    monkeypatch.setenv("MY_KEY", "secret")
+    api = make_backend_from({"endpoint": "http://127.0.0.1:9/v1", "model_name": "m", "api_key_env": "MY_KEY",
+                             "concurrency": "3", "timeout": 5})
+    assert isinstance(api, OpenAIBackend)
+    assert (api.api_key, api.concurrency, api.timeout, api.model_name) == ("secret", 3, 5.0, "m")
+    assert BackendConfig(endpoint="http://h/v1", model_name="served").label == "served"
+
+
+def test_backend_config_builds_a_local_model(tiny_model_dir) -> None:
+    backend = BackendConfig(model=str(tiny_model_dir), device="cpu", batch_size=3).build()
+    assert isinstance(backend, HFBackend) and backend.batch_size == 3
+    assert str(backend.model.device) == "cpu"
+    pairs = BackendConfig(model=str(tiny_model_dir), device="auto").seed_backends(2)
+    assert [s for s, _ in pairs] == [0, 1] and pairs[0][1] is pairs[1][1]  # one model for every seed

@@ -1,10 +1,13 @@
 """R2IF CER (v(R|Q,T) - v_base(Q,T)) and ACE with a scripted student; v_base cache and resume."""
 
+import json
 import pickle
 import re
 
 import pytest
 
+from tooltune.config import ConfigError
+from tooltune.generation import BackendConfig
 from tooltune.parsing import R2IF_REJECTION
 from tooltune.rewards.cer import CERReward, VBaseCache, average_cot_effectiveness
 from tooltune.schema import ToolCall
@@ -137,13 +140,42 @@ def test_missing_prompt_scores_zero_and_config_errors_raise():
         CERReward(student=ScriptedStudent(), template="python")
 
 
-def test_cer_with_a_student_spec_pickles_without_the_model(tmp_path):
-    cer = CERReward(student={"kind": "scripted"}, cache_path=str(tmp_path / "c.sqlite"))
+def test_cer_with_a_student_config_pickles_without_the_model(tmp_path):
+    cer = CERReward(student={"model": "models/r2if-student", "device": "cpu"},
+                    cache_path=str(tmp_path / "c.sqlite"))
+    assert cer._student is None  # built on first use, not at construction
     clone = pickle.loads(pickle.dumps(cer))
-    assert clone.student_spec == {"kind": "scripted"} and clone._student is None
+    assert clone.student_config == BackendConfig(model="models/r2if-student", device="cpu")
+    assert clone._student is None
     cache = VBaseCache(tmp_path / "c.sqlite")
     cache.put_many([("s", "m", 4, 1)])
     assert pickle.loads(pickle.dumps(cache)).get("s", "m") == pytest.approx(0.25)
+
+
+def test_a_bad_student_config_fails_at_construction_naming_the_key():
+    with pytest.raises(ConfigError, match="modle: unknown key"):
+        CERReward(student={"modle": "x"})
+    with pytest.raises(ConfigError, match="got none"):
+        CERReward(student=BackendConfig())
+    with pytest.raises(ConfigError, match="got model and endpoint"):
+        CERReward(student={"model": "x", "endpoint": "http://h/v1", "model_name": "m"})
+
+
+def test_cer_accepts_a_backend_config_and_builds_the_student_from_it(tmp_path):
+    """A replayed student: its free answer lacks the reasoning block (v_base = 0), and after the
+    policy's reasoning the same call block is right (v = 1)."""
+    preds = tmp_path / "student.jsonl"
+    preds.write_text(json.dumps({"id": "s1", "result": RIGHT}) + "\n")
+    cer = CERReward(student=BackendConfig(predictions=str(preds)), k=2)
+    assert cer._student is None
+    assert cer.batch([completion(1)], [GOLD], prompt=[prompt(0)], sample_id=["s1"]) == [1.0]
+    assert cer.student_name == "replay:student.jsonl"
+
+
+def test_a_make_backend_spec_still_builds_the_student():
+    cer = CERReward(student={"kind": "scripted", "fn": lambda r: RIGHT})
+    assert cer.student_spec is not None and cer.student_config is None
+    assert cer.student_name == "scripted"
 
 
 def test_identical_reasoning_of_one_prompt_is_continued_once():

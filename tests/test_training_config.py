@@ -17,12 +17,13 @@ from tooltune.training.config import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-PRESETS = sorted((REPO / "configs").glob("*.yaml"))
+PRESETS = sorted(p for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith("quickstart"))
+"""The `tooltune train` presets (configs/quickstart*.yaml configure `tooltune quickstart` instead)."""
 
 
 def test_every_preset_loads_and_validates() -> None:
     names = {p.stem for p in PRESETS}
-    assert {"tool_n1", "efficient_single_turn", "efficient_multi_turn", "r2if", "quickstart"} <= names
+    assert {"tool_n1", "efficient_single_turn", "efficient_multi_turn", "r2if"} <= names
     for path in PRESETS:
         cfg = load_config(path)
         assert cfg.name == path.stem
@@ -71,7 +72,7 @@ def test_presets_carry_the_papers_numbers() -> None:
 
 def test_overrides_dotted_keys_and_types() -> None:
     cfg = load_config(
-        REPO / "configs/quickstart.yaml",
+        REPO / "configs/tool_n1.yaml",
         [
             "--grpo.temperature",
             "0.7",
@@ -86,6 +87,8 @@ def test_overrides_dotted_keys_and_types() -> None:
     assert cfg.grpo.temperature == 0.7 and cfg.filter.enabled and cfg.downsample.m == 2
     assert cfg.reward.components == {"binary": 3, "smv": 1} and cfg.run.report_to == ["tensorboard"]
     assert parse_overrides(["--grpo.max-steps", "3"]) == {"grpo.max_steps": "3"}
+    negated = load_config(REPO / "configs/tool_n1.yaml", ["--filter.enabled", "--no-run.bf16"])
+    assert negated.filter.enabled and negated.run.bf16 is False  # --no-<bool key> sets it false
 
 
 @pytest.mark.parametrize(
@@ -106,6 +109,7 @@ def test_overrides_dotted_keys_and_types() -> None:
         ({"grpo.prompts_per_update": 5}, "grpo.prompts_per_update: must divide"),
         ({"sft.target": "gold"}, "sft.target: must be 'answer' or 'meta.<key>'"),
         ({"nope.x": 1}, "nope: unknown key"),
+        ({"no_run.bf16": "false"}, r"no_run.bf16: takes no value \(it sets run.bf16 to false\)"),
     ],
 )
 def test_config_errors_name_the_key(override: dict, message: str) -> None:
@@ -160,14 +164,14 @@ def test_translation_to_trl_configs() -> None:
 def test_cli_reports_config_errors(capsys: pytest.CaptureFixture) -> None:
     from tooltune.cli import main
 
-    assert main(["train", "--config", str(REPO / "configs/quickstart.yaml"), "--grpo.loss_type", "x"]) == 2
+    assert main(["train", "--config", str(REPO / "configs/tool_n1.yaml"), "--grpo.loss_type", "x"]) == 2
     assert "grpo.loss_type: 'x' is not allowed" in capsys.readouterr().err
     assert (
         main(
             [
                 "train",
                 "--config",
-                str(REPO / "configs/quickstart.yaml"),
+                str(REPO / "configs/tool_n1.yaml"),
                 "--show-config",
                 "--grpo.temperature",
                 "0.5",

@@ -121,8 +121,24 @@ def apply(obj: Any, data: Any, prefix: str = "") -> None:
             setattr(obj, key, _coerce(full, value, hints[key]))
 
 
+def _is_bool_key(cfg: Any, dotted: str) -> bool:
+    obj: Any = cfg
+    for part in dotted.split("."):
+        if not dataclasses.is_dataclass(obj) or part not in {f.name for f in dataclasses.fields(obj)}:
+            return False
+        parent, obj = obj, getattr(obj, part)
+    return _hints(parent)[dotted.split(".")[-1]] is bool
+
+
 def set_key(cfg: Any, dotted: str, value: Any) -> None:
-    """Set one dotted key (e.g. "grpo.temperature"), converting the value to the field type."""
+    """Set one dotted key (e.g. "grpo.temperature"), converting the value to the field type.
+
+    `no_<key>` set to true (the `--no-<key>` token) sets the bool `<key>` to false."""
+    if dotted.startswith("no_") and not _is_bool_key(cfg, dotted) and _is_bool_key(cfg, dotted[3:]):
+        if _coerce(dotted, value, bool):
+            set_key(cfg, dotted[3:], False)
+            return
+        raise ConfigError(f"{dotted}: takes no value (it sets {dotted[3:]} to false)")
     parts = dotted.split(".")
     obj: Any = cfg
     for depth, part in enumerate(parts):
@@ -154,7 +170,9 @@ def check_choices(obj: Any, prefix: str = "") -> None:
 
 
 def parse_overrides(overrides: dict[str, Any] | Sequence[str] | None) -> dict[str, Any]:
-    """`{"a.b": v}` as is, or command-line tokens `--a.b v`, `--a.b=v`, `--flag` (= true) as a dict."""
+    """`{"a.b": v}` as is, or command-line tokens `--a.b v`, `--a.b=v`, `--flag` (= true) as a dict.
+
+    `--no-a.b` becomes `no_a.b: true`, which `set_key` reads as `a.b: false` for a bool key."""
     if not overrides:
         return {}
     if isinstance(overrides, dict):
@@ -223,12 +241,15 @@ def dump(cfg: Any, path: str | Path) -> None:
 
 def describe(cls: type, prefix: str = "") -> list[tuple[str, str, str]]:
     """(dotted key, default, help) for every field: the single source of CLI and doc help text."""
+    return _describe(cls(), prefix)
+
+
+def _describe(inst: Any, prefix: str) -> list[tuple[str, str, str]]:
     rows = []
-    inst = cls()
-    for f in dataclasses.fields(cls):
+    for f in dataclasses.fields(inst):
         val = getattr(inst, f.name)
         if dataclasses.is_dataclass(val):
-            rows.extend(describe(type(val), f"{prefix}{f.name}."))
+            rows.extend(_describe(val, f"{prefix}{f.name}."))
         else:
             help_ = f.metadata.get("help", "")
             if "choices" in f.metadata:
@@ -246,42 +267,90 @@ def add_arguments(
     prefix: str = "",
     exclude: Sequence[str] = (),
     title: str | None = None,
+    *,
+    only: Sequence[str] | None = None,
+    flag_prefix: str = "",
+    group: str = "",
 ) -> None:
     """One `--<prefix><key>` flag per field of `cls` (nested sections give `--section.key`).
 
     Help, default and choices come from the field metadata. Values are kept as typed text and
     converted by `load`/`set_key`, so a flag and the same key in YAML behave alike; a flag the user
-    did not give is absent from `given_overrides`. Fields named in `exclude` get no flag."""
+    did not give is absent from `given_overrides`. A key with `_` also answers to its `-` spelling
+    (`--max-new-tokens`). A bool field takes `--key` (true), `--key true|false` and `--no-key`.
+
+    exclude / only: field names (or dotted keys) that get no flag / the only ones that get one.
+    flag_prefix: text put before every flag name but not into the key (`user-` gives `--user-endpoint`
+    for the key `endpoint`), so one config class can serve two roles on one command line.
+    group: keeps these flags' values apart from other configs on the same parser; read them back
+    with `given_overrides(args, group)`.
+    """
     target = parser.add_argument_group(title) if title else parser
-    inst = cls()
-    for f in dataclasses.fields(cls):
+    _add_fields(target, cls(), prefix, exclude, only, flag_prefix, group)
+
+
+def _add_fields(
+    target: Any,
+    inst: Any,
+    prefix: str,
+    exclude: Sequence[str],
+    only: Sequence[str] | None,
+    flag_prefix: str,
+    group: str,
+) -> None:
+    hints = typing.get_type_hints(type(inst))
+    for f in dataclasses.fields(inst):
         key = f"{prefix}{f.name}"
-        if key in exclude or f.name in exclude:
+        if key in exclude or f.name in exclude or (only is not None and key not in only
+                                                   and f.name not in only):
             continue
         val = getattr(inst, f.name)
         if dataclasses.is_dataclass(val):
-            add_arguments(parser, type(val), key + ".", exclude)
+            _add_fields(target, val, key + ".", exclude, None, flag_prefix, group)
             continue
         help_ = f.metadata.get("help", "")
-        default = json.dumps(val) if isinstance(val, (dict, list, bool)) or val is None else val
+        default = json.dumps(val) if isinstance(val, (dict, list, bool)) or val in (None, "") else val
+        is_bool = hints[f.name] is bool or isinstance(val, bool)
+        dest = f"{_DEST_PREFIX}{group}:{key}" if group else _DEST_PREFIX + key
+        name = flag_prefix + key
+        dashed = name.replace("_", "-")
         kwargs: dict[str, Any] = {
-            "dest": _DEST_PREFIX + key,
+            "dest": dest,
             "default": argparse.SUPPRESS,
-            "metavar": "V",
+            "metavar": _metavar(hints[f.name]),
             "help": f"{help_} (default: {default})".replace("%", "%%"),
         }
         if "choices" in f.metadata:
             kwargs["choices"] = [str(c) for c in f.metadata["choices"]]
             kwargs.pop("metavar")
-        if typing.get_type_hints(cls)[f.name] is bool or isinstance(val, bool):
-            kwargs["nargs"] = "?"
-            kwargs["const"] = "true"
-        flags = [f"--{key}"]
-        if "_" in key:
-            flags.append(f"--{key.replace('_', '-')}")
+        if is_bool:
+            kwargs.update(nargs="?", const="true", metavar="true|false")
+            if val is True and not f.name.startswith("no_"):
+                kwargs["help"] = f"{help_} (default: true; --no-{dashed} turns it off)".replace("%", "%%")
+        flags = [f"--{dashed}"] + ([f"--{name}"] if dashed != name else [])
         target.add_argument(*flags, **kwargs)
+        if is_bool and not f.name.startswith("no_"):
+            negated = [f"--no-{dashed}"] + ([f"--no-{name}"] if dashed != name else [])
+            target.add_argument(*negated, dest=dest, action="store_const", const="false",
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
-def given_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The config flags the user gave on the command line, as dotted keys (for `load`)."""
-    return {k[len(_DEST_PREFIX):]: v for k, v in vars(args).items() if k.startswith(_DEST_PREFIX)}
+def _metavar(typ: Any) -> str:
+    """INT, FLOAT, TEXT, YAML (a dict or list written in YAML/JSON) for a field's type."""
+    args = [a for a in typing.get_args(typ) if a is not type(None)]
+    if typing.get_origin(typ) in (typing.Union, types.UnionType) and args:
+        typ = args[0]
+    if typ is int:
+        return "INT"
+    if typ is float:
+        return "FLOAT"
+    if typ in (dict, list) or typing.get_origin(typ) in (dict, list):
+        return "YAML"
+    return "TEXT"
+
+
+def given_overrides(args: argparse.Namespace, group: str = "") -> dict[str, Any]:
+    """The config flags of `group` the user gave on the command line, as dotted keys (for `load`)."""
+    head = f"{_DEST_PREFIX}{group}:" if group else _DEST_PREFIX
+    return {k[len(head):]: v for k, v in vars(args).items()
+            if k.startswith(head) and (group or ":" not in k[len(head):])}

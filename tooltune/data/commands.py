@@ -1,4 +1,9 @@
-"""`tooltune data …`: prepare, synth, export, select, validate."""
+"""`tooltune data …`: prepare, synth, export, select, validate.
+
+The options of `prepare` (PrepareConfig), `synth` (SynthConfig) and `select` (DifficultyConfig and the
+backend, BackendConfig) are flags generated from those dataclasses: `--key value`, a bool as `--key`,
+`--key false` or `--no-key`, a dict or list as YAML text. Heavy libraries are imported in the handlers.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,19 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+
+from tooltune import config as config_mechanism
+from tooltune.config import ConfigError
+from tooltune.data.pipeline import PrepareConfig
+from tooltune.data.recipes import DifficultyConfig
+from tooltune.data.synthetic import SynthConfig
+from tooltune.generation import BackendConfig
+from tooltune.models import ModelLoadError
 
 EXIT_BAD_INPUT = 1
 EXIT_UNAVAILABLE = 2
+EXIT_USAGE = 2
+"""A configuration error (a bad flag value, key or --config file), as for `tooltune train` and `eval`."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = data.add_subparsers(dest="data_command", metavar="{prepare,synth,export,select,validate}")
 
     p = sub.add_parser("prepare", help="raw records -> clean single-step samples (Tool-N1 preprocessing)")
-    # option defaults are None so that only what is typed overrides a --config YAML (PrepareConfig fields)
     p.add_argument(
-        "--config", default=None, help="YAML with PrepareConfig fields (sources: [[name, input]], …)"
+        "--config", default=None, help="YAML with PrepareConfig fields (sources: [[name, input]], …); "
+        "the flags below override it"
     )
     p.add_argument(
         "--source",
@@ -34,41 +48,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="file, folder or hf:<dataset id>, one per --source in order (bfcl defaults to the "
         "bfcl-eval package data)",
     )
-    p.add_argument("--out", default=None, help="output folder")
-    p.add_argument("--val-fraction", type=float, default=None, help="share of records for val (0.05)")
-    p.add_argument("--seed", type=int, default=None, help="split and augmentation seed (0)")
-    p.add_argument(
-        "--no-call-samples",
-        action="store_const",
-        const=True,
-        default=None,
-        help="no-call samples at assistant text turns",
-    )
-    p.add_argument(
-        "--irrelevance-augment",
-        type=float,
-        default=None,
-        metavar="FRACTION",
-        help="share of samples copied with the answer's tools removed, expecting no call (0)",
-    )
-    p.add_argument("--dedupe", action=argparse.BooleanOptionalAction, default=None, help="(on)")
-    p.add_argument("--check-arguments", choices=("off", "unknown", "strict"), default=None, help="(unknown)")
-    p.add_argument("--hub-split", default=None, help="split for hf:<id> inputs (train)")
-    p.add_argument("--limit", type=int, default=None, help="records per source (for a quick look)")
-    p.add_argument("--no-progress", action="store_const", const=False, default=None, dest="progress")
+    config_mechanism.add_arguments(p, PrepareConfig, exclude=("sources",))
     p.set_defaults(func=_prepare)
 
     s = sub.add_parser("synth", help="generate synthetic tool-calling records (offline, seeded)")
-    s.add_argument("--n", type=int, required=True)
     s.add_argument("--out", required=True, help="output JSONL file")
     s.add_argument("--format", choices=("canonical", "xlam", "toolace"), default="canonical")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--categories", default=None, help="comma-separated subset of categories")
-    s.add_argument("--transform-rate", type=float, default=None)
-    s.add_argument("--optional-rate", type=float, default=None)
-    s.add_argument("--max-distractors", type=int, default=None)
-    s.add_argument("--lookalike-rate", type=float, default=None)
-    s.add_argument("--max-parallel", type=int, default=None)
+    s.add_argument("--categories", default=None, help="comma-separated subset of the categories of --weights")
+    config_mechanism.add_arguments(s, SynthConfig, title="generator (SynthConfig)")
     s.set_defaults(func=_synth)
 
     e = sub.add_parser("export", help="canonical JSONL -> jsonl | hf (TRL rows) | verl parquet")
@@ -82,26 +69,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--recipe", choices=("balanced", "difficulty"), required=True)
     c.add_argument("--input", action="append", required=True)
     c.add_argument("--out", required=True, help="output JSONL (rejected prompts go to <out>.rejected.jsonl)")
-    c.add_argument("--per-category", type=int, default=None)
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--backend", default="hf", help="generation backend kind for the difficulty filter")
-    c.add_argument("--model", default=None, help="model path / name for the backend")
-    c.add_argument(
-        "--backend-arg",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra backend keyword (value parsed as JSON when possible)",
-    )
-    c.add_argument("--k", type=int, default=8)
-    c.add_argument("--temperature", type=float, default=1.0)
-    c.add_argument("--max-new-tokens", type=int, default=512)
-    c.add_argument("--low", type=float, default=0.0)
-    c.add_argument("--high", type=float, default=1.0)
-    c.add_argument("--batch-size", type=int, default=32)
-    c.add_argument("--cache", default=None, help="resume file of per-prompt rewards")
-    c.add_argument("--template", default="tool_n1")
-    c.add_argument("--history", choices=("native", "context"), default="native")
+    c.add_argument("--per-category", type=int, default=None, help="balanced: samples per category "
+                   "(default: as many as the rarest category has)")
+    config_mechanism.add_arguments(c, DifficultyConfig, group="difficulty",
+                                   title="difficulty filter (--seed also seeds the balanced draw)")
+    config_mechanism.add_arguments(
+        c, BackendConfig, exclude=("batch_size",), group="backend",
+        title="reference policy of the difficulty filter (exactly one of --model, --endpoint, "
+              "--predictions; a local model generates --batch-size prompts at once)")
     c.set_defaults(func=_select)
 
     v = sub.add_parser("validate", help="gold self-check: rendered ground truth must score binary reward 1.0")
@@ -123,14 +98,15 @@ def _err(msg: str) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
-    from tooltune.data.pipeline import PrepareConfig, format_table, prepare
+    from tooltune.data.pipeline import format_table, prepare
     from tooltune.data.sources import DataFileError, SourceUnavailable
 
+    given = config_mechanism.given_overrides(args)
     try:
-        cfg = PrepareConfig.from_yaml(args.config) if args.config else PrepareConfig()
-    except (OSError, TypeError, ValueError) as e:
-        _err(f"--config {args.config}: {e}")
-        return EXIT_BAD_INPUT
+        cfg = config_mechanism.load(PrepareConfig, args.config, given)
+    except ConfigError as e:
+        _err(str(e))
+        return EXIT_USAGE
     if args.source:
         cfg.sources = []
         for i, name in enumerate(args.source):
@@ -139,21 +115,7 @@ def _prepare(args: argparse.Namespace) -> int:
                 _err(f"--source {name} needs an --input")
                 return EXIT_BAD_INPUT
             cfg.sources.append((name, spec))
-    for key in (
-        "out",
-        "val_fraction",
-        "seed",
-        "no_call_samples",
-        "irrelevance_augment",
-        "dedupe",
-        "check_arguments",
-        "hub_split",
-        "limit",
-        "progress",
-    ):
-        if getattr(args, key) is not None:
-            setattr(cfg, key, getattr(args, key))
-    if not cfg.sources or (not args.out and not args.config):
+    if not cfg.sources or ("out" not in given and not args.config):
         _err("prepare needs --source/--input pairs and --out (or a --config that gives them)")
         return EXIT_BAD_INPUT
     try:
@@ -170,12 +132,13 @@ def _prepare(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from tooltune.data.synthetic import SynthConfig, write
+    from tooltune.data.synthetic import write
 
-    cfg = SynthConfig(n=args.n, seed=args.seed)
-    for name in ("transform_rate", "optional_rate", "max_distractors", "lookalike_rate", "max_parallel"):
-        if getattr(args, name) is not None:
-            setattr(cfg, name, getattr(args, name))
+    try:
+        cfg = config_mechanism.load(SynthConfig, overrides=config_mechanism.given_overrides(args))
+    except ConfigError as e:
+        _err(str(e))
+        return EXIT_USAGE
     if args.categories:
         wanted = [c.strip() for c in args.categories.split(",") if c.strip()]
         unknown = [c for c in wanted if c not in cfg.weights]
@@ -209,49 +172,36 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backend_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    kw: dict[str, Any] = {}
-    if args.model:
-        kw[{"hf": "model_path", "replay": "predictions"}.get(args.backend, "model_name")] = args.model
-    for item in args.backend_arg:
-        key, _, value = item.partition("=")
-        try:
-            kw[key] = json.loads(value)
-        except json.JSONDecodeError:
-            kw[key] = value
-    return kw
-
-
 def _select(args: argparse.Namespace) -> int:
-    from tooltune.data.recipes import DifficultyConfig, balanced_set, difficulty_filter
+    from tooltune.data.recipes import balanced_set, difficulty_filter
     from tooltune.schema import SchemaError, read_jsonl, write_jsonl
 
+    given = config_mechanism.given_overrides
+    try:
+        cfg = config_mechanism.load(DifficultyConfig, overrides=given(args, "difficulty"))
+        backend_cfg = config_mechanism.load(BackendConfig, overrides=given(args, "backend"))
+        backend_cfg.batch_size = cfg.batch_size or backend_cfg.batch_size  # 0 = one call: keep the model's
+        if args.recipe == "difficulty":
+            backend_cfg.source()
+    except ConfigError as e:
+        _err(f"select: {e}")
+        return EXIT_USAGE
     try:
         samples = [s for path in args.input for s in read_jsonl(path)]
     except (SchemaError, FileNotFoundError) as e:
         _err(str(e))
         return EXIT_BAD_INPUT
     if args.recipe == "balanced":
-        chosen, report = balanced_set(samples, args.per_category, seed=args.seed)
+        chosen, report = balanced_set(samples, args.per_category, seed=cfg.seed)
         write_jsonl(chosen, args.out)
         print(json.dumps(report))
         print(f"wrote {len(chosen)} samples to {args.out}")
         return 0
-    from tooltune.generation import make_backend
-
-    backend = make_backend(args.backend, **_backend_kwargs(args))
-    cfg = DifficultyConfig(
-        k=args.k,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        template=args.template,
-        history=args.history,
-        low=args.low,
-        high=args.high,
-        batch_size=args.batch_size,
-        seed=args.seed,
-        cache=args.cache,
-    )
+    try:
+        backend = backend_cfg.build()
+    except ModelLoadError as e:
+        _err(f"select: {e}")
+        return EXIT_USAGE
     kept, rejected, stats = difficulty_filter(samples, backend, cfg)
     write_jsonl(kept, args.out)
     base = os.path.splitext(args.out)[0]

@@ -22,9 +22,10 @@ import random
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from tooltune.config import ConfigError, option
 from tooltune.generation import Backend, Sampling, score_samples
 from tooltune.schema import Sample
 
@@ -71,25 +72,31 @@ def balanced_set(
 
 @dataclass
 class DifficultyConfig:
-    """Options of the policy-based difficulty filter."""
+    """Options of the policy-based difficulty filter (`tooltune data select --recipe difficulty` flags)."""
 
-    k: int = field(default=8, metadata={"help": "rollouts per prompt"})
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature of the reference policy"})
-    max_new_tokens: int = field(default=512, metadata={"help": "completion length limit"})
-    template: str = field(default="tool_n1", metadata={"help": "prompt template and output grammar"})
-    history: str = field(default="native", metadata={"help": "multi-turn history: native | context"})
-    low: float = field(default=0.0, metadata={"help": "drop prompts whose success rate is <= low"})
-    high: float = field(default=1.0, metadata={"help": "drop prompts whose success rate is >= high"})
-    batch_size: int = field(default=32, metadata={"help": "prompts per backend call"})
-    seed: int = field(default=0, metadata={"help": "base seed of the rollouts"})
-    require_format: bool = field(
-        default=True, metadata={"help": "count a rollout only if its format is right"}
+    k: int = option(8, "Rollouts per prompt.")
+    temperature: float = option(1.0, "Sampling temperature of the reference policy.")
+    max_new_tokens: int = option(512, "Longest rollout, in tokens.")
+    template: str = option("tool_n1", "Prompt template and output grammar.")
+    history: str = option("native", "Multi-turn history rendering.", ("native", "context"))
+    low: float = option(0.0, "Drop prompts whose success rate is <= low (never solved).")
+    high: float = option(1.0, "Drop prompts whose success rate is >= high (always solved).")
+    batch_size: int = option(32, "Prompts per backend call (0 = all in one call).")
+    seed: int = option(0, "Base seed of the rollouts (and of the balanced draw).")
+    require_format: bool = option(True, "Count a rollout as solved only if its format is right.")
+    cache: str | None = option(
+        None, "JSONL of per-prompt rewards appended after each batch; a rerun resumes from it."
     )
-    cache: str | None = field(
-        default=None,
-        metadata={"help": "JSONL of per-prompt rewards appended after each batch; a rerun resumes from it"},
-    )
-    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    progress: bool = option(True, "Show a progress bar.")
+
+    def validate(self) -> DifficultyConfig:
+        if self.k < 1:
+            raise ConfigError(f"k: must be >= 1, got {self.k}")
+        if self.batch_size < 0:
+            raise ConfigError(f"batch_size: must be >= 0, got {self.batch_size}")
+        if not 0.0 <= self.low < self.high <= 1.0:
+            raise ConfigError(f"low, high: need 0 <= low < high <= 1, got {self.low}, {self.high}")
+        return self
 
 
 def _load_cache(path: str | None) -> dict[str, list[float]]:

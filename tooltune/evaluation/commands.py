@@ -3,12 +3,14 @@
     tooltune eval bfcl --predictions FILE.jsonl --template tool_n1 [--categories a,b] --out DIR
     tooltune eval bfcl --model PATH_OR_ID --seeds 3 --out DIR
     tooltune eval bfcl --endpoint http://localhost:8000/v1 --model-name NAME --out DIR
-    tooltune eval apibank|acebench ... (same options, plus --data-dir)
+    tooltune eval apibank|acebench ... (same options, plus --data-dir or $TOOLTUNE_DATA_DIR)
     tooltune eval compare RUN_A RUN_B
     tooltune eval report RUN [RUN ...] --out report.md
 
 Each evaluation writes DIR/verdicts.jsonl, DIR/summary.json, DIR/manifest.json and (unless
---no-report) DIR/report.md with a PNG bar chart. Heavy libraries are imported inside the handlers.
+--no-report) DIR/report.md with a PNG bar chart. The flags of a benchmark command are generated from
+the dataclasses behind them (RunOptions, Controls, Sampling, BackendConfig), so their help and
+defaults are the library's. Heavy libraries are imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -20,61 +22,40 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tooltune import config as config_mechanism
+from tooltune.config import ConfigError
+from tooltune.evaluation import acebench
+from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.runner import DataDirError, RunOptions, benchmark_data_dir, evaluate
+from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
+from tooltune.models import ModelLoadError
+
 BENCHMARK_HELP = {
     "bfcl": "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn).",
     "apibank": "API-Bank level-1 / level-2 API-call accuracy.",
     "acebench": "ACEBench normal + special categories (agent categories need a user-simulator endpoint).",
 }
 
-
-def default_data_dir(benchmark: str) -> Path:
-    env = os.environ.get("TOOLTUNE_SHARED_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return root / benchmark
+USER_FLAGS = ("endpoint", "model_name", "api_key_env")
+"""BackendConfig fields of the ACEBench user simulator, given as --user-endpoint, --user-model-name, ..."""
 
 
 def _add_run_args(p: argparse.ArgumentParser, benchmark: str) -> None:
-    src = p.add_argument_group("what produces the completions (one of)")
-    src.add_argument("--predictions", help="replay raw completions: JSONL of {\"id\", \"result\"}; several "
-                     "comma-separated files are scored as seeds 0, 1, ...")
-    src.add_argument("--model", help="local Hugging Face model directory (or hub id) to generate with")
-    src.add_argument("--endpoint", help="OpenAI-compatible base URL, e.g. http://localhost:8000/v1")
-    src.add_argument("--scripted", action="store_true",
-                     help="play back the ground truth (a self-check of the harness: expect 100%%)")
-    p.add_argument("--model-name", help="model name sent to --endpoint (and recorded)")
-    p.add_argument("--out", required=True, help="output folder")
-    p.add_argument("--template", default="tool_n1", help="prompt template / output grammar (default tool_n1)")
-    p.add_argument("--categories", default=None, help="comma-separated categories (default: all)")
-    if benchmark != "bfcl":
-        p.add_argument("--data-dir", default=None, help=f"folder of the {benchmark} files "
-                       f"(default $TOOLTUNE_SHARED_DATA/{benchmark} or ../shared/data/{benchmark})")
-    p.add_argument("--seeds", type=int, default=3, help="number of seeds for generation (default 3)")
-    p.add_argument("--resume", action="store_true", help="keep DIR/verdicts.jsonl and skip finished entries")
-    p.add_argument("--partial", action="store_true",
-                   help="with --predictions: skip entries without a prediction instead of failing them")
-    ctl = p.add_argument_group("protocol controls (recorded in the manifest)")
-    ctl.add_argument("--system-prompt", default=None,
-                     help="system-prompt variant: a template name (e.g. bfcl_strong) or a text file")
-    ctl.add_argument("--history", choices=("native", "context"), default="native")
-    ctl.add_argument("--drop-reasoning", action="store_true", help="drop earlier turns' reasoning")
-    ctl.add_argument("--mode", choices=("strict", "substring"), default="strict", help="parser format mode")
-    if benchmark == "bfcl":
-        ctl.add_argument("--name-style", choices=("dotted", "underscore"), default="dotted",
-                         help="dotted function names shown as math.factorial or math_factorial")
+    add = config_mechanism.add_arguments
+    add(p, RunOptions, exclude=("data_dir",) if benchmark == "bfcl" else (), group="run")
+    p.add_argument("--scripted", action="store_true",
+                   help="play back the ground truth instead of a backend (a self-check of the harness: "
+                        "expect 100%%)")
+    add(p, BackendConfig, exclude=("batch_size",), group="backend",
+        title="what produces the completions (exactly one of --model, --endpoint, --predictions, "
+              "--scripted); a local model generates --batch-size prompts at once")
+    add(p, Controls, exclude=() if benchmark == "bfcl" else ("name_style",), group="controls",
+        title="protocol controls (recorded in the manifest)")
+    add(p, Sampling, group="sampling", title="sampling (recorded in the manifest)")
     if benchmark == "acebench":
-        usr = p.add_argument_group("user simulator for agent_multi_turn (skipped without one)")
-        usr.add_argument("--user-endpoint", help="OpenAI-compatible base URL of the model playing the user")
-        usr.add_argument("--user-model-name", help="model name sent to --user-endpoint")
-        usr.add_argument("--user-api-key-env", default="OPENAI_API_KEY", help="env var holding its key")
-    gen = p.add_argument_group("generation")
-    gen.add_argument("--temperature", type=float, default=0.7, help="0 = greedy (default 0.7)")
-    gen.add_argument("--max-new-tokens", type=int, default=512)
-    gen.add_argument("--batch-size", type=int, default=16)
-    gen.add_argument("--device", default=None, help="torch device for --model")
-    gen.add_argument("--concurrency", type=int, default=8, help="parallel requests to --endpoint")
-    gen.add_argument("--timeout", type=float, default=120.0)
-    gen.add_argument("--api-key-env", default="OPENAI_API_KEY", help="env var holding the endpoint's key")
-    p.add_argument("--no-report", action="store_true", help="skip DIR/report.md and the PNG chart")
+        add(p, BackendConfig, only=USER_FLAGS, flag_prefix="user-", group="user",
+            title="user simulator for agent_multi_turn (skipped without one; shares --concurrency, "
+                  "--timeout, --retries)")
     p.set_defaults(func=_run, benchmark=benchmark)
 
 
@@ -96,46 +77,48 @@ def register(subparsers: Any) -> None:
     rep.set_defaults(func=_report)
 
 
-def _scripted(benchmark: str, args: argparse.Namespace, data_dir: Path | None) -> Any:
+def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, BackendConfig]:
+    """The run's configs from the flags the user typed over the dataclass defaults."""
+    given = config_mechanism.given_overrides
+    opts = config_mechanism.load(RunOptions, overrides=given(args, "run"))
+    controls = config_mechanism.load(Controls, overrides=given(args, "controls"))
+    sampling = config_mechanism.load(Sampling, overrides=given(args, "sampling"))
+    backend = config_mechanism.load(BackendConfig, overrides=given(args, "backend"))
+    backend.batch_size = sampling.batch_size or backend.batch_size  # 0 = one call: keep the model's
+    if not opts.out:
+        raise ConfigError("out: the output folder is required (--out DIR)")
+    system = controls.system_prompt
+    if system and os.path.isfile(system):
+        controls.system_prompt = Path(system).read_text(encoding="utf-8")
+    return opts, controls, sampling, backend
+
+
+def _backends(args: argparse.Namespace, opts: RunOptions, controls: Controls, backend: BackendConfig,
+              data_dir: Path | None) -> list[tuple[int, Any]]:
     from tooltune.evaluation.scripted import ground_truth_policy
-    from tooltune.generation import ScriptedBackend
 
-    return ScriptedBackend(ground_truth_policy(benchmark, args.template, args.categories, data_dir,
-                                               getattr(args, "name_style", "dotted")), name="scripted")
-
-
-def _backends(args: argparse.Namespace, data_dir: Path | None) -> list[tuple[int, Any]]:
-    from tooltune.generation import HFBackend, OpenAIBackend, ReplayBackend
-
-    chosen = [x for x in (args.predictions, args.model, args.endpoint, args.scripted) if x]
-    if len(chosen) != 1:
-        raise SystemExit("tooltune eval: give exactly one of --predictions, --model, --endpoint, --scripted")
-    if args.predictions:
-        return [(i, ReplayBackend(f.strip())) for i, f in enumerate(args.predictions.split(",")) if f.strip()]
     if args.scripted:
-        return [(0, _scripted(args.benchmark, args, data_dir))]
-    if args.model:
-        backend: Any = HFBackend(args.model, batch_size=args.batch_size, device=args.device)
-    else:
-        if not args.model_name:
-            raise SystemExit("tooltune eval: --endpoint needs --model-name")
-        backend = OpenAIBackend(args.endpoint, args.model_name, concurrency=args.concurrency,
-                                timeout=args.timeout, api_key=os.environ.get(args.api_key_env))
-    return [(s, backend) for s in range(max(1, args.seeds))]
+        if backend.sources():
+            raise ConfigError(f"backend: --scripted plays the ground truth; drop --{backend.sources()[0]}")
+        policy = ground_truth_policy(args.benchmark, controls.template, opts.categories or None, data_dir,
+                                     controls.name_style)
+        return [(0, ScriptedBackend(policy, name="scripted"))]
+    return backend.seed_backends(opts.seeds)
 
 
-def _user_backend(args: argparse.Namespace, data_dir: Path | None) -> Any:
+def _user_backend(args: argparse.Namespace, backend: BackendConfig, data_dir: Path | None) -> Any:
     """ACEBench's user simulator: --user-endpoint, or the scripted user with --scripted."""
     if args.benchmark != "acebench":
         return None
-    from tooltune.evaluation import acebench
-    from tooltune.generation import OpenAIBackend, ScriptedBackend
-
-    if args.user_endpoint:
-        if not args.user_model_name:
-            raise SystemExit("tooltune eval acebench: --user-endpoint needs --user-model-name")
-        return OpenAIBackend(args.user_endpoint, args.user_model_name, concurrency=args.concurrency,
-                             timeout=args.timeout, api_key=os.environ.get(args.user_api_key_env))
+    given = config_mechanism.given_overrides(args, "user")
+    if given:
+        shared = {k: getattr(backend, k) for k in ("concurrency", "timeout", "retries")}
+        user = config_mechanism.load(BackendConfig, base=shared, overrides=given)
+        if not user.endpoint:
+            raise ConfigError("user.endpoint: the user simulator needs --user-endpoint URL")
+        if not user.model_name:
+            raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
+        return user.build()
     if args.scripted and data_dir is not None:
         entries = acebench.load_agent_entries(data_dir, acebench.AGENT_CATEGORIES)
         return ScriptedBackend(acebench.scripted_user_policy(entries), name="scripted-user")
@@ -143,35 +126,27 @@ def _user_backend(args: argparse.Namespace, data_dir: Path | None) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tooltune.evaluation.protocol import Controls
     from tooltune.evaluation.report import write_report
-    from tooltune.evaluation.runner import Sampling, evaluate
 
-    data_dir = None
-    if args.benchmark != "bfcl":
-        data_dir = Path(args.data_dir) if args.data_dir else default_data_dir(args.benchmark)
-        if not data_dir.is_dir():
-            print(f"tooltune eval {args.benchmark}: data folder {data_dir} not found (--data-dir)",
-                  file=sys.stderr)
-            return 2
-    system = args.system_prompt
-    if system and os.path.isfile(system):
-        system = Path(system).read_text(encoding="utf-8")
-    controls = Controls(template=args.template, system_prompt=system, history=args.history,
-                        keep_reasoning=not args.drop_reasoning, mode=args.mode,
-                        name_style=getattr(args, "name_style", "dotted"))
-    sampling = Sampling(temperature=args.temperature, max_new_tokens=args.max_new_tokens,
-                        batch_size=args.batch_size)
-    model = args.model or args.model_name or args.predictions or ("scripted" if args.scripted else None)
-    summary = evaluate(args.benchmark, _backends(args, data_dir), args.out, controls, args.categories,
-                       sampling, data_dir, resume=args.resume, partial=args.partial, model=model,
-                       user_backend=_user_backend(args, data_dir))
-    if not args.no_report:
-        write_report([args.out], Path(args.out) / "report.md")
+    where = f"tooltune eval {args.benchmark}"
+    try:
+        opts, controls, sampling, backend = _configs(args)
+        data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+        backends = _backends(args, opts, controls, backend, data_dir)
+        user_backend = _user_backend(args, backend, data_dir)
+    except (DataDirError, ConfigError, ModelLoadError) as e:
+        print(f"{where}: {e}", file=sys.stderr)
+        return 2
+    model = "scripted" if args.scripted else backend.label
+    summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None, sampling,
+                       data_dir, resume=opts.resume, partial=opts.partial, model=model,
+                       user_backend=user_backend)
+    if opts.report:
+        write_report([opts.out], Path(opts.out) / "report.md")
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
                 for k, v in summary["scores"].items()
                 if k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1)}
-    print(json.dumps({"out": str(args.out), "seeds": summary["seeds"], **headline}, indent=2))
+    print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], **headline}, indent=2))
     for s in summary.get("skipped") or []:
         print(f"skipped: {s}", file=sys.stderr)
     return 0

@@ -15,10 +15,14 @@ import math
 import os
 import platform
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from tooltune import config as config_mechanism
+from tooltune.config import ConfigError, option
+from tooltune.prompts import TEMPLATES, get_template
 
 logger = logging.getLogger(__name__)
 
@@ -32,25 +36,40 @@ what a comparison is about, so they may differ)."""
 
 @dataclass
 class Controls:
-    """The choices that move tool-calling scores; every one is recorded with the result."""
+    """The choices that move tool-calling scores; every one is recorded with the result.
 
-    template: str = field(default="tool_n1", metadata={"help": "prompt template and output grammar"})
-    system_prompt: str | None = field(default=None, metadata={
-        "help": "system-prompt variant: None = the template's own, a template name (e.g. bfcl_strong) "
-                "or literal text ({tools} is filled in)"})
-    history: str = field(default="native", metadata={
-        "help": "multi-turn history: native (role messages via the chat template) or context "
-                "(one user turn)"})
-    keep_reasoning: bool = field(default=True, metadata={
-        "help": "keep earlier turns' reasoning in the history"})
-    mode: str = field(default="strict", metadata={"help": "format mode of the parser: strict | substring"})
-    name_style: str = field(default="dotted", metadata={
-        "help": "BFCL dotted function names shown/expected as math.factorial (dotted) or math_factorial"})
+    Each field is a `tooltune eval` flag of the same name (`--keep-reasoning false`, `--name-style
+    underscore`), generated from this declaration."""
+
+    template: str = option("tool_n1", "Prompt template and output grammar (a registered template name).")
+    system_prompt: str | None = option(
+        None,
+        "System-prompt variant: none = the template's own, a template name (e.g. bfcl_strong) or literal "
+        "text ({tools} is filled in); the command line also takes a text file.",
+    )
+    history: str = option(
+        "native",
+        "Multi-turn history: native (role messages through the chat template) or context (one user turn).",
+        ("native", "context"),
+    )
+    keep_reasoning: bool = option(True, "Keep earlier turns' reasoning in the history.")
+    mode: str = option("strict", "Format mode of the completion parser.", ("strict", "substring"))
+    name_style: str = option(
+        "dotted",
+        "BFCL dotted function names shown and expected as math.factorial (dotted) or math_factorial "
+        "(underscore).",
+        ("dotted", "underscore"),
+    )
+
+    def validate(self) -> Controls:
+        config_mechanism.check_choices(self)
+        if self.template not in TEMPLATES:
+            raise ConfigError(f"template: unknown template {self.template!r}; "
+                              f"registered: {', '.join(sorted(TEMPLATES))}")
+        return self
 
     def system_text(self) -> str | None:
         """The system-prompt override passed to render_prompt (a template name resolves to its text)."""
-        from tooltune.prompts import TEMPLATES
-
         if self.system_prompt is None:
             return None
         if self.system_prompt in TEMPLATES:
@@ -58,8 +77,6 @@ class Controls:
         return self.system_prompt
 
     def system_sha256(self, extra: str = "") -> str:
-        from tooltune.prompts import get_template
-
         text = self.system_text() or get_template(self.template).system
         return hashlib.sha256((text + extra).encode()).hexdigest()
 

@@ -4,6 +4,10 @@ Output folder: `verdicts.jsonl` (one line per seed and entry: {"id", "category",
 "seed"}, appended as produced, so an interrupted run loses nothing and `resume=True` skips finished
 entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file, replayable),
 `summary.json` (scores of each seed, mean ± std over seeds, the formulas) and `manifest.json`.
+
+Defaults are the evaluation protocol, the same for the library and `tooltune eval`: `Sampling()`
+(temperature 0.7) over `RunOptions().seeds` (3) seeds. API-Bank and ACEBench data are read only from
+a folder the caller names: `data_dir`, or else `$TOOLTUNE_DATA_DIR/<benchmark>`.
 """
 
 from __future__ import annotations
@@ -16,14 +20,76 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from tooltune.evaluation.bfcl import MULTI_TURN
+from tqdm.auto import tqdm
+
+from tooltune.config import ConfigError, option
+from tooltune.evaluation import acebench, apibank, bfcl
+from tooltune.evaluation.acebench import AgentConfig, run_agent
+from tooltune.evaluation.bfcl import FORMULAS, MULTI_TURN
+from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
+from tooltune.prompts import get_template, render_prompt
 
 logger = logging.getLogger(__name__)
 
 BENCHMARKS = ("bfcl", "apibank", "acebench")
+
+DATA_DIR_ENV = "TOOLTUNE_DATA_DIR"
+"""Environment variable naming the folder that holds one sub-folder per benchmark (apibank/, acebench/)."""
+
+
+class DataDirError(ValueError):
+    """A benchmark's data folder was not given or does not exist; the message names both ways to give it."""
+
+
+def benchmark_data_dir(benchmark: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The folder of `benchmark`'s files: `data_dir` if given, else `$TOOLTUNE_DATA_DIR/<benchmark>`.
+
+    Raises DataDirError naming `--data-dir` and TOOLTUNE_DATA_DIR when neither is given or the folder
+    is missing; nothing else is searched."""
+    env = os.environ.get(DATA_DIR_ENV)
+    how = f"pass --data-dir DIR or set {DATA_DIR_ENV} to the folder holding {benchmark}/"
+    if data_dir:
+        path, origin = Path(data_dir), "--data-dir"
+    elif env:
+        path, origin = Path(env) / benchmark, f"${DATA_DIR_ENV}/{benchmark}"
+    else:
+        raise DataDirError(f"{benchmark}: no benchmark data folder given: {how}")
+    if not path.is_dir():
+        raise DataDirError(f"{benchmark}: data folder {path} (from {origin}) not found: {how}")
+    return path
+
+
+@dataclass
+class RunOptions:
+    """One evaluation run besides its controls, sampling and backend (`tooltune eval <benchmark>` flags)."""
+
+    out: str = option(
+        "", "Output folder: verdicts.jsonl, summary.json, manifest.json, report.md (required)."
+    )
+    categories: str = option("", "Comma-separated categories or groups (empty = all).")
+    seeds: int = option(
+        3,
+        "Seeds 0..N-1, one generation pass each; scores are mean ± std over seeds. The protocol default "
+        "is 3 seeds at temperature 0.7 (replayed predictions: one seed per file).",
+    )
+    data_dir: str = option(
+        "",
+        f"Folder of the benchmark's files (empty = ${DATA_DIR_ENV}/<benchmark>); BFCL's data comes with "
+        "bfcl-eval.",
+    )
+    resume: bool = option(False, "Keep DIR/verdicts.jsonl and skip the entries already scored.")
+    partial: bool = option(
+        False, "With predictions: skip entries that have no prediction instead of failing them."
+    )
+    report: bool = option(True, "Write DIR/report.md and its PNG bar chart.")
+
+    def validate(self) -> RunOptions:
+        if self.seeds < 1:
+            raise ConfigError(f"seeds: must be >= 1, got {self.seeds}")
+        return self
 
 
 @dataclass
@@ -47,8 +113,6 @@ class Prepared:
 
 
 def _render(sample: Any, controls: Controls, extra: str = "") -> list[dict[str, Any]]:
-    from tooltune.prompts import get_template, render_prompt
-
     system = controls.system_text()
     if extra:
         system = (system if system is not None else get_template(controls.template).system) + extra
@@ -61,9 +125,9 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
     """Tasks, multi-turn entries, scorer and data files of `benchmark` under `controls`.
 
     ACEBench agent entries go into `multi_turn`; agent_multi_turn only with `user_simulator`."""
+    if benchmark not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
     if benchmark == "bfcl":
-        from tooltune.evaluation import bfcl
-
         cats = bfcl.expand_categories(categories)
         entries = bfcl.load_entries(cats)
         scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
@@ -72,11 +136,8 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
                  for e in entries if e.category not in MULTI_TURN]
         multi = [e for e in entries if e.category in MULTI_TURN]
         return Prepared(tasks, multi, bfcl.scores, bfcl.data_files(cats))
-    if data_dir is None:
-        raise ValueError(f"{benchmark}: pass the data folder (--data-dir), e.g. ../shared/data/{benchmark}")
+    data_dir = benchmark_data_dir(benchmark, data_dir)
     if benchmark == "apibank":
-        from tooltune.evaluation import apibank
-
         levels = list(apibank.LEVELS) if categories in (None, "all") else (
             categories.split(",") if isinstance(categories, str) else list(categories))
         pairs = apibank.load_samples(data_dir, levels)
@@ -84,29 +145,24 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
                       (lambda text, s=s, lv=lv: apibank.score(s, lv, text, controls.template, controls.mode)))
                  for lv, s in pairs]
         return Prepared(tasks, [], apibank.scores, apibank.data_files(data_dir, levels))
-    if benchmark == "acebench":
-        from tooltune.evaluation import acebench
-
-        cats = acebench.categories_in(data_dir) if categories in (None, "all") else (
-            categories.split(",") if isinstance(categories, str) else list(categories))
-        skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
-        if skipped:
-            logger.warning("%s", acebench.USER_SIM_SKIP_MESSAGE)
-        agent = acebench.load_agent_entries(data_dir, [c for c in cats if c not in skipped])
-        pairs = acebench.load_samples(data_dir, cats)
-        extra = acebench.SYSTEM_SUFFIX
-        tasks = [Task(s.id, c, _render(s, controls, extra),
-                      (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)))
-                 for c, s in pairs]
-        kept = [c for c in cats if c not in skipped]
-        return Prepared(tasks, agent, acebench.scores, acebench.data_files(data_dir, kept), extra,
-                        [f"{c}: {acebench.USER_SIM_SKIP_MESSAGE}" for c in skipped])
-    raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
+    # acebench, the one benchmark left
+    cats = acebench.categories_in(data_dir) if categories in (None, "all") else (
+        categories.split(",") if isinstance(categories, str) else list(categories))
+    skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
+    if skipped:
+        logger.warning("%s", acebench.USER_SIM_SKIP_MESSAGE)
+    agent = acebench.load_agent_entries(data_dir, [c for c in cats if c not in skipped])
+    pairs = acebench.load_samples(data_dir, cats)
+    extra = acebench.SYSTEM_SUFFIX
+    tasks = [Task(s.id, c, _render(s, controls, extra),
+                  (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)))
+             for c, s in pairs]
+    kept = [c for c in cats if c not in skipped]
+    return Prepared(tasks, agent, acebench.scores, acebench.data_files(data_dir, kept), extra,
+                    [f"{c}: {acebench.USER_SIM_SKIP_MESSAGE}" for c in skipped])
 
 
 def _progress(total: int, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
     return tqdm(total=total, desc=desc, unit="entry", dynamic_ncols=True)
 
 
@@ -148,14 +204,10 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
     agent = [e for e in entries if hasattr(e, "milestones")]  # ACEBench agent entries
     entries = [e for e in entries if not hasattr(e, "milestones")]
     if agent:
-        from tooltune.evaluation.acebench import AgentConfig, run_agent
-
         acfg = AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
                            controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
         run_agent(agent, backend, acfg, record, user_backend, parallel=sampling.batch_size)
     if entries:
-        from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
-
         cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
                               controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
         run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size)
@@ -163,7 +215,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
 
 def evaluate(
     benchmark: str,
-    backends: Sequence[tuple[int, Backend]],
+    backends: Backend | Sequence[tuple[int, Backend]],
     out_dir: str | os.PathLike,
     controls: Controls | None = None,
     categories: Sequence[str] | str | None = None,
@@ -177,8 +229,13 @@ def evaluate(
 ) -> dict[str, Any]:
     """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
 
+    `backends`: (seed, backend) pairs, or one backend for the protocol's seeds 0..RunOptions().seeds-1.
+    Without `controls` / `sampling` the protocol defaults apply (`Controls()`, `Sampling()`: temperature
+    0.7), the same as `tooltune eval` without flags. `data_dir`: see `benchmark_data_dir`.
     `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one)."""
     controls, sampling = controls or Controls(), sampling or Sampling()
+    if isinstance(backends, Backend):
+        backends = [(s, backends) for s in range(RunOptions().seeds)]
     out = Path(out_dir)
     prep = prepare(benchmark, categories, controls, data_dir, user_simulator=user_backend is not None)
     seeds = [s for s, _ in backends]
@@ -208,8 +265,6 @@ def evaluate(
                "mean_std": aggregate_seeds(per_seed), "per_seed": {str(s): v for s, v in per_seed.items()},
                "skipped": prep.skipped or []}
     if benchmark == "bfcl":
-        from tooltune.evaluation.bfcl import FORMULAS
-
         summary["formulas"] = FORMULAS
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -20,11 +20,13 @@ from tooltune.generation.backends import (
     load_predictions,
     make_backend,
 )
+from tooltune.generation.config import BackendConfig, backend_config, make_backend_from
 from tooltune.generation.scoring import Sampling, generate_in_chunks, score_prompts, score_samples
 
 __all__ = [
     "BACKENDS",
     "Backend",
+    "BackendConfig",
     "BackendError",
     "GenerationRequest",
     "HFBackend",
@@ -33,9 +35,11 @@ __all__ = [
     "ReplayBackend",
     "Sampling",
     "ScriptedBackend",
+    "backend_config",
     "generate_in_chunks",
     "load_predictions",
     "make_backend",
+    "make_backend_from",
     "score_prompts",
     "score_samples",
 ]

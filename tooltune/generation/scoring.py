@@ -9,11 +9,12 @@ here and the training signal cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from tooltune.config import ConfigError, option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
 from tooltune.prompts import grammar_for, render_prompt
@@ -25,21 +26,33 @@ ChunkCallback = Callable[[range, list[list[float]]], None]
 
 @dataclass
 class Sampling:
-    """How completions are drawn; evaluation records it beside the result."""
+    """How completions are drawn; evaluation records it beside the result.
 
-    temperature: float = field(default=0.0, metadata={"help": "sampling temperature; 0 = greedy"})
-    max_new_tokens: int = field(default=512, metadata={"help": "longest completion, in tokens"})
-    batch_size: int = field(
-        default=32, metadata={"help": "prompts per backend call (0 = all in one call)"}
+    The defaults are the evaluation protocol of this project (the efficiency paper's): temperature 0.7,
+    scored over several seeds (`tooltune eval --seeds`, default 3), so a library `evaluate(...)` call
+    without a Sampling and `tooltune eval` without flags draw the same way. Greedy decoding is
+    `temperature=0` (held-out accuracy during training passes it explicitly).
+    """
+
+    temperature: float = option(0.7, "Sampling temperature (0 = greedy); the protocol samples at 0.7.")
+    max_new_tokens: int = option(512, "Longest completion, in tokens.")
+    batch_size: int = option(
+        16,
+        "Prompts per backend call (0 = all in one call); evaluation also runs this many multi-turn "
+        "conversations at once.",
     )
 
     def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> Sampling:
         if self.temperature < 0:
-            raise ValueError(f"temperature: must be >= 0, got {self.temperature}")
+            raise ConfigError(f"temperature: must be >= 0, got {self.temperature}")
         if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens: must be >= 1, got {self.max_new_tokens}")
+            raise ConfigError(f"max_new_tokens: must be >= 1, got {self.max_new_tokens}")
         if self.batch_size < 0:
-            raise ValueError(f"batch_size: must be >= 0, got {self.batch_size}")
+            raise ConfigError(f"batch_size: must be >= 0, got {self.batch_size}")
+        return self
 
 
 def generate_in_chunks(
@@ -78,8 +91,9 @@ def score_prompts(
     """Exact-match rewards of `n` completions for each rendered prompt against its answer.
 
     `answers` are ground truths in any form `calls_from_any` accepts (ToolCalls, dicts, a JSON string);
-    `template` names the grammar the completions are parsed with. `seeds` is one seed for every
-    request or one per prompt; `progress` names a progress bar (none when None).
+    `template` names the grammar the completions are parsed with; `sampling` defaults to `Sampling()`
+    (the evaluation protocol, temperature 0.7; pass `Sampling(temperature=0)` for greedy). `seeds` is
+    one seed for every request or one per prompt; `progress` names a progress bar (none when None).
     """
     sampling = sampling or Sampling()
     grammar = grammar_for(template)

@@ -17,7 +17,10 @@ When the policy's reasoning cannot be read (format error), v = 0: reasoning that
 extracted helps nobody, and this keeps a malformed answer from dodging a negative R_cer.
 
 The student is any generation backend (`tooltune.generation`: a local Hugging Face model or
-an OpenAI-compatible endpoint such as a vLLM server). All continuations and missing baselines of a
+an OpenAI-compatible endpoint such as a vLLM server), given as a Backend, a `BackendConfig` or a
+mapping of its fields (`{"model": "models/r2if-student"}`, `{"endpoint": URL, "model_name": NAME}`); a
+config is built into a backend on first use and again after unpickling, so the reward pickles
+without the model. All continuations and missing baselines of a
 training batch go to the student in one `generate` call; rollouts of one prompt whose reasoning is
 word for word the same share one set of K continuations (v depends on nothing else). Needs the
 `prompt` column (chat messages) and, for caching, `sample_id` (without it the prompt's hash is the key).
@@ -34,7 +37,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooltune.generation import GenerationRequest, make_backend
+from tqdm.auto import tqdm
+
+from tooltune.generation import BackendConfig, GenerationRequest, backend_config, make_backend
 from tooltune.parsing import get_grammar
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls, row_columns
 from tooltune.rewards.binary import calls_correct
@@ -123,8 +128,8 @@ class CERReward(Reward):
         super().__init__(template, format_mode)
         if student is None:
             raise ValueError(
-                "CERReward needs a student: a generation backend or a spec such as "
-                "{'kind': 'hf', 'model_path': ...} (see tooltune.generation.make_backend)"
+                "CERReward needs a student: a generation backend, a BackendConfig or a mapping of its "
+                "fields such as {'model': 'models/r2if-student'} (see tooltune.generation.BackendConfig)"
             )
         if get_grammar(self.grammar).continuation is None:
             raise ValueError(
@@ -135,23 +140,31 @@ class CERReward(Reward):
             raise ValueError(f"CERReward.base_mode: expected 'free' or 'no_reasoning', got {base_mode!r}")
         if k < 1:
             raise ValueError(f"CERReward.k must be >= 1, got {k}")
-        self.student_spec = dict(student) if isinstance(student, Mapping) else None
-        self._student = None if self.student_spec is not None else student
+        # A make_backend spec {"kind": ..., **constructor arguments} is also accepted as a mapping.
+        self.student_spec = dict(student) if isinstance(student, Mapping) and "kind" in student else None
+        self.student_config: BackendConfig | None = None
+        if isinstance(student, (BackendConfig, Mapping)) and self.student_spec is None:
+            self.student_config = backend_config(student)  # checked now: a bad key fails before training
+        lazy = self.student_spec is not None or self.student_config is not None
+        self._student = None if lazy else student
         self.k, self.temperature, self.max_new_tokens = int(k), float(temperature), int(max_new_tokens)
         self.base_mode, self.seed = base_mode, seed
         self.cache = VBaseCache(cache_path)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        if self.student_spec is not None:  # rebuilt where unpickled (e.g. in another process)
-            state["_student"] = None
+        if self.student_spec is not None or self.student_config is not None:
+            state["_student"] = None  # rebuilt where unpickled (e.g. in another process)
         return state
 
     @property
     def student(self) -> Any:
         if self._student is None:
-            spec = dict(self.student_spec or {})
-            self._student = make_backend(spec.pop("kind"), **spec)
+            if self.student_config is not None:
+                self._student = self.student_config.build()
+            else:
+                spec = dict(self.student_spec or {})
+                self._student = make_backend(spec.pop("kind"), **spec)
         return self._student
 
     @property
@@ -248,8 +261,6 @@ class CERReward(Reward):
         self, prompts: Sequence[Any], answers: Sequence[Any], sample_ids: Sequence[str], batch_size: int = 64
     ) -> int:
         """Fill the v_base cache before training (batched, resumable); returns how many were computed."""
-        from tqdm.auto import tqdm
-
         student = self.student_name
         base_prefix = "" if self.base_mode == "free" else self.prefix("")
         todo = {}

@@ -1,8 +1,9 @@
 """`tooltune train --config configs/NAME.yaml [--section.key value ...] [--resume]`.
 
 Any `--dotted.key value` after the known flags overrides the preset (e.g. `--grpo.temperature 0.7
---filter.enabled true`); `--show-config` prints the resolved config and `--list-keys` every key with
-its help text. Heavy libraries are imported inside the handler.
+--filter.enabled true`; a bool also as `--filter.enabled` or `--no-filter.enabled`), the override
+syntax of every tooltune command; `--show-config` prints the resolved config and `--list-keys` every
+key with its help text. Heavy libraries are imported inside the handler.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+
+import yaml
 
 
 class _OverrideParser(argparse.ArgumentParser):
@@ -61,8 +64,6 @@ def _handle(args: argparse.Namespace) -> int:
         print(f"tooltune train: config error: {e}", file=sys.stderr)
         return 2
     if args.show_config:
-        import yaml
-
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return 0
     from tooltune.models import ModelLoadError

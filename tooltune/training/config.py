@@ -58,7 +58,11 @@ class RewardConfig:
     require_format: bool = option(
         True, "Binary reward requires the reasoning format (Tool-N1 ablation: false)."
     )
-    params: dict = option({}, "Extra keyword parameters for the reward components (e.g. tau, student).")
+    params: dict = option(
+        {},
+        "Extra keyword parameters per reward component, e.g. {cer: {student: {model: models/r2if-student}, "
+        "k: 5}}; a CER student is a mapping of tooltune.generation.BackendConfig fields.",
+    )
 
 @dataclass
 class SFTSection:
