@@ -77,3 +77,20 @@ def test_a_conversation_fails_when_one_turn_fails() -> None:
             {"id": f"{cat}_1_0", "category": cat, "valid": True}]
     cats = acebench.scores(recs)["categories"]
     assert cats[cat] == {"accuracy": 0.5, "correct": 1, "total": 2}
+
+
+def test_r2if_aggregates_atom_single_turn_irrelevant_overall() -> None:
+    spec = {"normal_atom_bool": (1, 2), "normal_atom_enum": (2, 2), "normal_atom_list": (0, 1),
+            "normal_single_turn_single_function": (3, 4), "normal_single_turn_parallel_function": (1, 2),
+            "special_irrelevant": (4, 5), "special_incomplete": (0, 3), "normal_similar_api": (0, 2)}
+    recs = [{"id": f"{c}_{i}", "category": c, "valid": i < ok}
+            for c, (ok, n) in spec.items() for i in range(n)]
+    r2if = acebench.scores(recs)["r2if"]
+    atom = (1 / 2 + 1 + 0) / 3
+    single = (3 / 4 + 1 / 2) / 2
+    assert r2if["atom"] == pytest.approx(atom) and r2if["single_turn"] == pytest.approx(single)
+    assert r2if["irrelevant"] == pytest.approx(4 / 5)
+    assert r2if["overall"] == pytest.approx((atom + single + 4 / 5) / 3)
+    partial = acebench.scores([r for r in recs if not r["category"].startswith("special")])["r2if"]
+    assert partial["irrelevant"] is None and partial["overall"] is None
+    assert partial["atom"] == pytest.approx(atom)

@@ -231,3 +231,11 @@ def test_summary_formulas() -> None:
     assert lb["overall"] == pytest.approx(0.1 * non_live + 0.1 * live + 0.1 * halluc + 0.3 * multi)
     assert s["table2"]["overall"] == pytest.approx((non_live + live) / 2)
     assert bfcl.scores(recs[:3])["leaderboard"]["non_live"] is None
+    # R2IF's columns: non-live, live, irrelevance (irrelevance + live_irrelevance) and their mean
+    r2if = s["r2if"]
+    assert r2if["non_live"] == pytest.approx(non_live) and r2if["live"] == pytest.approx(live)
+    assert r2if["irrelevance"] == pytest.approx(halluc)
+    assert r2if["overall"] == pytest.approx((non_live + live + halluc) / 3)
+    assert {"r2if.overall", "r2if.irrelevance"} <= set(bfcl.FORMULAS)
+    no_live = bfcl.scores([r for r in recs if not r["category"].startswith("live")])["r2if"]
+    assert no_live["live"] is None and no_live["irrelevance"] is None and no_live["overall"] is None

@@ -1,18 +1,32 @@
-"""Every category rendered in every template round-trips: render gold -> parse -> exact match."""
+"""Prompt templates: every category rendered in every template round-trips (render gold -> parse -> exact
+match); the R2IF template; kept reasoning is the data's own; the chat-template reasoning check; BFCL's own
+system prompt."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tooltune.matching import calls_match
-from tooltune.parsing import parse_completion
+from tooltune.parsing import R2IF_REJECTION, parse_completion
 from tooltune.prompts import (
+    PROBE_MARKER,
     TEMPLATES,
+    BfclPromptError,
+    ReasoningHistoryLost,
+    bfcl_default_system,
+    check_history_reasoning,
     get_template,
     grammar_for,
+    history_reasoning_survives,
     register_template,
     render_answer,
+    render_chat,
     render_prompt,
 )
 from tooltune.prompts.render import render_target
+from tooltune.prompts.templates import BFCL_STRONG_SUFFIX
 from tooltune.schema import Sample, ToolCall
 
 W = {
@@ -101,7 +115,27 @@ def test_tool_n1_system_prompt_lists_tools_and_instructions():
 
 def test_r2if_prompt_states_rejection_and_structure():
     system = render_prompt(CASES[0], "r2if")[0]["content"]
-    assert "#function_name#" in system and "- parameter:" in system and "I cannot complete" in system
+    assert R2IF_REJECTION == "None of function can be used"  # the R2IF paper's text, word for word
+    assert f"exactly this text inside <tool>: {R2IF_REJECTION}" in system
+    assert "#function_name#" in system and '"For #function_name#:"' in system and "- parameter:" in system
+    # the paper's note on arguments missing from the request or restricted to enumerated values
+    assert "missing from the request" in system and "enumerated values" in system
+    rejection = render_target(CASES[4], "r2if")
+    assert rejection.endswith(f"<tool>{R2IF_REJECTION}</tool>")
+    assert parse_completion(rejection, "r2if").rejected
+
+
+def test_r2if_default_reasoning_has_a_function_block_per_call():
+    text = render_target(CASES[3], "r2if")  # parallel_multiple: get_weather(city) + book.table(n)
+    reasoning = parse_completion(text, "r2if").reasoning
+    assert reasoning.splitlines() == [
+        "Step1: the request is served by #get_weather#, #book.table#.",
+        "Step2:",
+        "For #get_weather#:",
+        '- city: "Paris" as stated in the request.',
+        "For #book.table#:",
+        "- n: 2 as stated in the request.",
+    ]
 
 
 def test_native_history_keeps_roles_and_can_drop_reasoning():
@@ -111,6 +145,26 @@ def test_native_history_keeps_roles_and_can_drop_reasoning():
     assert native[2]["content"].startswith("<think>first the weather</think>")
     dropped = render_prompt(ms, "tool_n1", history="native", keep_reasoning=False)
     assert "<think>" not in dropped[2]["content"] and "<tool_call>" in dropped[2]["content"]
+
+
+@pytest.mark.parametrize("template", ["tool_n1", "r2if"])
+@pytest.mark.parametrize("history", ["native", "context"])
+def test_kept_reasoning_is_only_ever_the_datas_own(template, history):
+    """An earlier turn without reasoning renders as its call block alone, exactly as when reasoning is
+    dropped: no invented sentence, no empty reasoning block. The SFT target still gets a reasoning."""
+    messages = [dict(m) for m in CASES[-1].messages]
+    messages[1] = {k: v for k, v in messages[1].items() if k != "reasoning"}
+    blank, tags_only = {**messages[1], "reasoning": "  "}, {**messages[1], "reasoning": "<think>"}
+    for no_reasoning in (messages[1], blank, tags_only):
+        s = _s("multi_step", CASES[-1].answer, [messages[0], no_reasoning, messages[2]])
+        kept = render_prompt(s, template, history=history, keep_reasoning=True)
+        dropped = render_prompt(s, template, history=history, keep_reasoning=False)
+        assert kept == dropped
+        reasoning_tag = grammar_for(template).reasoning[0]
+        assert reasoning_tag not in "".join(m["content"] for m in kept[1:])
+    target = render_target(s, template)
+    assert target.startswith(grammar_for(template).reasoning[0])
+    assert parse_completion(target, template).format_ok
 
 
 def test_context_history_is_one_user_turn():
@@ -161,3 +215,110 @@ def test_signature_tool_format_lists_types_enums_and_optional_parameters():
     assert render_prompt(sample, "tiny_sig")[0]["content"] == "T:\n" + tool_signatures(tools)
     with pytest.raises(ValueError, match="unknown tools_format"):
         register_template("tiny_bad", "T:{tools}", "tool_n1", tools_format="yaml")
+
+
+# --- chat templates and kept reasoning ---------------------------------------------------------------
+
+QWEN3_LIKE = """\
+{%- set ns = namespace(last_query_index=messages|length - 1) %}
+{%- for message in messages %}
+    {%- if message.role == "user" %}{%- set ns.last_query_index = loop.index0 %}{%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = "" %}
+        {%- if "</think>" in content %}
+            {%- set reasoning_content = content.split("</think>")[0].split("<think>")[-1] %}
+            {%- set content = content.split("</think>")[-1].lstrip("\\n") %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index and reasoning_content %}
+            {{- "<|im_start|>assistant\\n<think>\\n" + reasoning_content + "\\n</think>\\n\\n" }}
+            {{- content + "<|im_end|>\\n" }}
+        {%- else %}
+            {{- "<|im_start|>assistant\\n" + content + "<|im_end|>\\n" }}
+        {%- endif %}
+    {%- else %}
+        {{- "<|im_start|>" + message.role + "\\n" + message.content + "<|im_end|>\\n" }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- "<|im_start|>assistant\\n" }}{%- endif %}
+"""
+"""Qwen3's rule for assistant turns: <think> is kept only after the last user message."""
+
+KEEPS_ALL = """{% for m in messages %}<|{{ m.role }}|>{{ m.content }}
+{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"""
+
+
+def test_detector_sees_qwen3_style_stripping_of_earlier_reasoning():
+    assert not history_reasoning_survives(QWEN3_LIKE, "tool_n1")
+    assert history_reasoning_survives(KEEPS_ALL, "tool_n1")
+    # Qwen3's rule only knows <think>: R2IF's <reason> block survives it
+    assert history_reasoning_survives(QWEN3_LIKE, "r2if")
+    # a grammar without a reasoning block has nothing to lose
+    assert history_reasoning_survives(QWEN3_LIKE, "bfcl")
+    # within the current turn (after the last user message) the same template keeps the reasoning
+    answer = f"<think>{PROBE_MARKER}</think>\n<tool_call>\n[]\n</tool_call>"
+    same_turn = [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer}]
+    assert PROBE_MARKER in render_chat(QWEN3_LIKE, same_turn, add_generation_prompt=False)
+
+
+def test_detector_renders_the_projects_own_template_and_tokenizers():
+    from tooltune.models.tokenizer import CHAT_TEMPLATE  # {% generation %} blocks, as transformers renders
+
+    assert history_reasoning_survives(CHAT_TEMPLATE, "tool_n1")
+
+    class Tok:
+        chat_template = QWEN3_LIKE
+
+        def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+            assert tokenize is False and add_generation_prompt is True
+            return render_chat(self.chat_template, messages)
+
+    assert not history_reasoning_survives(Tok(), "tool_n1")
+    with pytest.raises(TypeError, match="chat template source or a tokenizer"):
+        history_reasoning_survives(42, "tool_n1")
+
+
+def test_check_history_reasoning_raises_or_warns_only_when_reasoning_is_lost(caplog):
+    assert check_history_reasoning(KEEPS_ALL, "tool_n1")
+    assert check_history_reasoning(QWEN3_LIKE, "tool_n1", keep_reasoning=False)
+    assert check_history_reasoning(QWEN3_LIKE, "tool_n1", history="context")
+    lost = r"training.keep_reasoning: .*<think>…</think>.*history: context"
+    with pytest.raises(ReasoningHistoryLost, match=lost):
+        check_history_reasoning(QWEN3_LIKE, "tool_n1", where="training.keep_reasoning")
+    assert check_history_reasoning(QWEN3_LIKE, "tool_n1", on_loss="warn") is False
+    assert "Qwen3" in caplog.text
+
+
+# --- BFCL's own system prompt -------------------------------------------------------------------------
+
+
+def test_bfcl_templates_use_bfcl_evals_default_system_prompt():
+    pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
+    from bfcl_eval.constants.default_prompts import DEFAULT_SYSTEM_PROMPT_FORMAT
+    from bfcl_eval.model_handler.utils import formulate_system_prompt
+
+    sample = CASES[3]
+    official = formulate_system_prompt(DEFAULT_SYSTEM_PROMPT_FORMAT, [t.to_dict() for t in sample.tools])
+    assert render_prompt(sample, "bfcl")[0]["content"] == official
+    assert render_prompt(sample, "bfcl_strong")[0]["content"] == official + BFCL_STRONG_SUFFIX
+    assert get_template("bfcl").system.count("{tools}") == 1
+    assert bfcl_default_system() is bfcl_default_system()  # read once
+
+
+def test_templates_import_without_bfcl_eval_and_say_what_is_missing(monkeypatch):
+    code = ("import sys; import tooltune.prompts as p; p.render_answer([], 'bfcl'); "
+            "assert not any(m.startswith('bfcl_eval') for m in sys.modules), sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+    for name in [m for m in sys.modules if m == "bfcl_eval" or m.startswith("bfcl_eval.")] + ["bfcl_eval"]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an environment without bfcl-eval sees
+    bfcl_default_system.cache_clear()
+    try:
+        missing = r"bfcl-eval's own default system prompt.*requirements/bfcl"
+        with pytest.raises(BfclPromptError, match=missing):
+            render_prompt(CASES[0], "bfcl")
+        assert render_prompt(CASES[0], "bfcl", system_prompt="Functions: {tools}")[0]["content"].startswith(
+            "Functions: [")
+    finally:
+        bfcl_default_system.cache_clear()

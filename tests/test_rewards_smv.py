@@ -7,7 +7,7 @@ import pickle
 import numpy as np
 import pytest
 
-from tooltune.parsing import R2IF_REJECTION
+from tooltune.parsing import R2IF_REJECTION, parse_completion
 from tooltune.prompts import render_answer
 from tooltune.rewards.annotate import META_KEY
 from tooltune.rewards.smv import DEFAULT_TAU, SMVReward, parse_step2
@@ -68,9 +68,10 @@ PARIS = ToolCall("get_weather", {"location": "Paris, France", "unit": "celsius"}
 
 
 def answer(calls, snippets):
+    """An R2IF answer whose Step2 is written as the r2if template asks: "For #f#:" then "- p: ..." lines."""
     lines = ["Step1: #get_weather# gives the weather.", "Step2:"]
     for c, snips in zip(calls, snippets):
-        lines.append(f"#{c.name}#")
+        lines.append(f"For #{c.name}#:")
         lines += [f"- {k}: {v}" for k, v in snips.items()]
     return render_answer(calls, "r2if", reasoning="\n".join(lines))
 
@@ -95,6 +96,28 @@ def test_parse_step2_blocks_params_and_continuations():
         ("b", {"z": "see #tag# in text", "w": "numbered"}),
     ]
     assert parse_step2("no steps at all\n- x: y") == []
+
+
+def test_template_header_form_and_bare_header_form_parse_alike():
+    body = "- city: Boston, MA\n- unit: fahrenheit"
+    for header in ("For #get_weather#:", "#get_weather#", "for #get_weather# :", "**For #get_weather#:**"):
+        assert parse_step2(f"Step1: #get_weather#.\nStep2:\n{header}\n{body}") == [
+            ("get_weather", {"city": "Boston, MA", "unit": "fahrenheit"})
+        ]
+
+
+def test_the_templates_default_reasoning_parses_into_one_block_per_call():
+    """render_answer's default R2IF reasoning (what SFT targets and the scripted policy write) and the SMV
+    parser agree: each call's arguments land under its own function block."""
+    book = ToolCall("book.table", {"n": 2})
+    reasoning = parse_completion(render_answer([BOSTON, PARIS, book], "r2if"), "r2if").reasoning
+    assert parse_step2(reasoning) == [
+        ("get_weather", {"location": '"Boston, MA" as stated in the request.',
+                         "unit": '"fahrenheit" as stated in the request.'}),
+        ("get_weather", {"location": '"Paris, France" as stated in the request.',
+                         "unit": '"celsius" as stated in the request.'}),
+        ("book.table", {"n": "2 as stated in the request."}),
+    ]
 
 
 def test_single_call_worked_example(enc):

@@ -231,6 +231,11 @@ FORMULAS = {
     "overall": "0.1 non_live + 0.1 live + 0.1 hallucination + 0.3 multi_turn + 0.4 agentic "
                "(agentic = web search + memory, not run here: counted 0 as the leaderboard does when absent)",
     "table2.overall": "Tool-N1 Table 2: mean of non_live and live",
+    "r2if.non_live": "R2IF tables: non_live as above",
+    "r2if.live": "R2IF tables: live as above",
+    "r2if.irrelevance": "R2IF tables: the leaderboard's irrelevance detection, unweighted mean of "
+                        "irrelevance and live_irrelevance (= hallucination)",
+    "r2if.overall": "R2IF tables: unweighted mean of non_live, live and r2if.irrelevance",
 }
 
 
@@ -239,7 +244,8 @@ def _mean(xs: list[float | None]) -> float | None:
 
 
 def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-category accuracy, the leaderboard's aggregates and the Tool-N1 Table 2 columns (see FORMULAS).
+    """Per-category accuracy, the leaderboard's aggregates, the Tool-N1 Table 2 columns and the R2IF
+    columns (non-live, live, irrelevance and their mean; see FORMULAS).
 
     An aggregate is None when one of its categories was not evaluated.
     """
@@ -270,6 +276,8 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                      "overall": live},
             "overall": _mean([non_live, live]),
         },
+        "r2if": {"non_live": non_live, "live": live, "irrelevance": hallucination,
+                 "overall": _mean([non_live, live, hallucination])},
     }
 
 

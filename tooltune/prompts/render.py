@@ -5,7 +5,15 @@ are first-class and every caller states its choice:
 - ``native``: each earlier turn keeps its role; earlier assistant calls are rendered in the
   template's grammar and tool results are ``tool`` messages, for the tokenizer's chat template.
 - ``context``: the whole history is written out inside one user turn.
-``keep_reasoning`` keeps or drops the reasoning of earlier assistant turns (Qwen3 drops it).
+``keep_reasoning`` keeps or drops the reasoning of earlier assistant turns (Qwen3 drops it). Kept
+reasoning is only ever the data's own (an assistant message's ``reasoning``): an earlier turn without
+one is rendered as its call block alone, exactly as with ``keep_reasoning=False``, never with an
+invented reasoning or an empty reasoning block. Only `render_target` (the SFT target, the turn the
+model learns to write) fills a missing reasoning with the template's default one.
+
+A chat template may still drop kept reasoning when it renders the messages (Qwen3's stock template
+strips ``<think>…</think>`` from assistant turns before the last user message):
+`tooltune.prompts.chat_template.check_history_reasoning` tells.
 """
 
 from __future__ import annotations
@@ -19,11 +27,14 @@ HISTORY_MODES = ("native", "context")
 
 
 def _assistant_text(msg: dict[str, Any], template: str, keep_reasoning: bool) -> str:
+    """An earlier assistant turn: its calls in the template's grammar, with its own reasoning when it has
+    one and `keep_reasoning` is set, else the call block alone (no reasoning is written for it)."""
     calls = calls_from_any(msg.get("tool_calls") or [])
     if not calls and not msg.get("tool_calls"):
         return msg.get("content", "")  # a plain text reply
     reasoning = msg.get("reasoning") if keep_reasoning else None
-    return render_answer(calls, template, reasoning=reasoning, include_reasoning=keep_reasoning)
+    return render_answer(calls, template, reasoning=reasoning if isinstance(reasoning, str) else None,
+                         include_reasoning=keep_reasoning, fill_reasoning=False)
 
 
 def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
@@ -77,7 +88,10 @@ def render_prompt(
 
 
 def render_target(sample: Sample, template: str = "tool_n1", reasoning: str | None = None) -> str:
-    """The ground-truth assistant completion for `sample` (SFT target, gold self-check)."""
+    """The ground-truth assistant completion for `sample` (SFT target, gold self-check).
+
+    The reasoning is `reasoning`, else the sample's `meta["reasoning"]`, else the template's default
+    reasoning (a target must fill the reasoning block its grammar requires)."""
     if reasoning is None:
         reasoning = sample.meta.get("reasoning") if isinstance(sample.meta.get("reasoning"), str) else None
     return render_answer(sample.answer, template, reasoning=reasoning)

@@ -1,15 +1,22 @@
 # ruff: noqa: E501  (prompt texts are prose whose line breaks are part of the prompt)
 """Prompt templates: the system prompt that teaches an output grammar, and the answer renderer.
 
-Each template is written in this project's words with the same instructions as its source:
+Each template is written in this project's words with the same instructions as its source, except
+the ``bfcl`` ones, whose text is bfcl-eval's own:
 - ``tool_n1``: Tool-N1's lightweight thinking template (arXiv 2505.00024, Sec. 3): tools inside
   ``<tools>…</tools>``, three numbered steps (think, decide on tool use, answer in the format),
   output ``<think>…</think>`` then ``<tool_call>[…]</tool_call>``.
-- ``r2if``: R2IF's template: two-step reasoning (Step1 names the function as ``#func_name#``, Step2
-  analyses each parameter on a ``- param: analysis`` line) inside ``<reason>``, calls inside ``<tool>``,
-  the fixed rejection text for irrelevant requests, and no other text.
-- ``bfcl``: BFCL's default prompting-model system prompt (Python-call list, nothing else).
-- ``bfcl_strong``: the same plus the stronger multi-turn instructions studied by the efficiency paper
+- ``r2if``: R2IF's template: two-step reasoning inside ``<reason>`` (Step1 names the function as
+  ``#func_name#``; Step2 opens a ``For #func_name#:`` block per called function with one
+  ``- param: analysis`` line per argument, the lines `tooltune.rewards.smv.parse_step2` reads), the
+  paper's note on arguments that are missing from the request or must be one of enumerated values,
+  calls inside ``<tool>``, the fixed rejection text `R2IF_REJECTION` for irrelevant requests, and no
+  other text.
+- ``bfcl``: bfcl-eval's own default system prompt for prompting models, taken from the installed
+  package the first time the text is needed (`bfcl_default_system`), tools listed as BFCL lists them
+  (an indented JSON list). Importing this module does not need bfcl-eval; asking for the text without
+  it raises `BfclPromptError`.
+- ``bfcl_strong``: that text plus the stronger multi-turn instructions studied by the efficiency paper
   (arXiv 2606.00135): keep calling until the turn's task is done, use earlier results.
 - ``tool_n1_compact``: Tool-N1's grammar with a system text short enough for a tiny model (the full
   instructions would triple the prompt length), tools as one-line signatures and a one-line reasoning
@@ -21,7 +28,10 @@ to grammars.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +76,12 @@ def tool_signatures(tools: Sequence[ToolSpec]) -> str:
     return "\n".join(lines)
 
 
-TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures}
+def tools_json_list(tools: Sequence[ToolSpec]) -> str:
+    """The tools as one JSON list indented by 4, the way bfcl-eval lists functions in its prompt."""
+    return json.dumps([t.to_dict() for t in tools], indent=4)
+
+
+TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures, "json_list": tools_json_list}
 """How a template lists the offered tools inside its system prompt."""
 
 
@@ -95,21 +110,66 @@ Available functions:
 Answer in exactly two blocks and write no other text:
 <reason>
 Step1: say which function serves the request, writing its name as #function_name#.
-Step2: for each argument of each call, one line "- parameter: how its value follows from the request and the function's description".
+Step2: for each function you call, a line "For #function_name#:" followed by one line per argument, "- parameter: how its value follows from the request and the function's description".
+If a required argument is missing from the request, write "- parameter: missing from the request" and do not call that function. If an argument must be one of enumerated values, write which allowed value the request corresponds to.
 </reason>
 <tool>[{"name": "...", "arguments": {...}}]</tool>
-If no function can serve the request, explain why in <reason> and put exactly this text inside <tool>: {rejection}"""
+If no function can serve the request (none fits, or a required argument is missing), explain why in <reason> and put exactly this text inside <tool>: {rejection}"""
 
-BFCL_SYSTEM = """You are an expert at composing function calls. You receive a question and a set of functions. Make the function call(s) that achieve what the question asks. If none of the functions fits, say so. If the question lacks a parameter a function requires, say so as well.
-Reply with the function calls only, in this form: [func_name1(param_a=value_a, param_b=value_b), func_name2(param=value)]
-Write no other text in your reply.
-
-The functions you can call, in JSON format:
-{tools}"""
 
 BFCL_STRONG_SUFFIX = """
 
 In every turn, do your best to finish the user's request within that turn. Keep producing function calls until the request is fulfilled as far as you can; use the results of earlier calls and earlier turns instead of asking again. When you have no more calls to make, the turn ends and the next request follows."""
+
+
+class BfclPromptError(RuntimeError):
+    """bfcl-eval's default system prompt cannot be read (bfcl-eval missing or changed)."""
+
+
+_BFCL_PLACEHOLDER_DOC = ({"name": "tooltune_tools_placeholder", "description": "",
+                          "parameters": {"type": "dict", "properties": {}}},)
+
+
+@functools.lru_cache(maxsize=1)
+def bfcl_default_system() -> str:
+    """bfcl-eval's default system prompt for prompting models, with ``{tools}`` where it lists the functions.
+
+    Built by the installed package's own `formulate_system_prompt` under its
+    `DEFAULT_SYSTEM_PROMPT_FORMAT` (what its handlers send when an entry asks for no other format),
+    with a placeholder function list that is then replaced by ``{tools}``; read once per process.
+    bfcl-eval creates folders under `BFCL_PROJECT_ROOT` when imported, so that variable is pointed at a
+    scratch folder first unless it is already set (as `tooltune.evaluation.bfcl.bfcl_environment` does)."""
+    if not os.environ.get("BFCL_PROJECT_ROOT"):
+        os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="tooltune-bfcl-")
+    try:
+        # deferred: bfcl-eval is optional, and importing it writes folders under BFCL_PROJECT_ROOT
+        from bfcl_eval.constants.default_prompts import DEFAULT_SYSTEM_PROMPT_FORMAT
+        from bfcl_eval.model_handler.utils import (  # deferred: as above
+            format_function_doc,
+            formulate_system_prompt,
+            parse_prompt_variation_params,
+        )
+    except ImportError as e:
+        raise BfclPromptError(
+            f"the bfcl and bfcl_strong templates use bfcl-eval's own default system prompt, but bfcl_eval "
+            f"cannot be imported ({e}): install it (pip install --no-deps -r requirements/bfcl-nodeps.txt) "
+            "or pass a system prompt of your own"
+        ) from e
+    doc_format = parse_prompt_variation_params(DEFAULT_SYSTEM_PROMPT_FORMAT)[2]
+    placeholder = [json.loads(json.dumps(f)) for f in _BFCL_PLACEHOLDER_DOC]
+    text = formulate_system_prompt(DEFAULT_SYSTEM_PROMPT_FORMAT, placeholder)
+    listing = format_function_doc(placeholder, doc_format)
+    if doc_format != "json" or text.count(listing) != 1:
+        raise BfclPromptError(
+            f"bfcl-eval's default system prompt ({DEFAULT_SYSTEM_PROMPT_FORMAT}) no longer lists the "
+            "functions as one JSON block; the bfcl templates need updating for this bfcl-eval version"
+        )
+    return text.replace(listing, "{tools}")
+
+
+def bfcl_strong_system() -> str:
+    """`bfcl_default_system` followed by the stronger multi-turn instructions (`BFCL_STRONG_SUFFIX`)."""
+    return bfcl_default_system() + BFCL_STRONG_SUFFIX
 
 
 def _default_reasoning_tool_n1(calls: Sequence[ToolCall]) -> str:
@@ -120,12 +180,14 @@ def _default_reasoning_tool_n1(calls: Sequence[ToolCall]) -> str:
 
 
 def _default_reasoning_r2if(calls: Sequence[ToolCall]) -> str:
+    """R2IF's two steps: Step1 names the functions, Step2 has a ``For #name#:`` block per call with one
+    ``- param: value`` line per argument (the form `tooltune.rewards.smv.parse_step2` reads)."""
     if not calls:
         return "Step1: none of the available functions serves this request.\nStep2: no call is made."
     names = ", ".join(f"#{n}#" for n in dict.fromkeys(c.name for c in calls))
     lines = [f"Step1: the request is served by {names}.", "Step2:"]
     for c in calls:
-        lines.append(f"#{c.name}#")
+        lines.append(f"For #{c.name}#:")
         lines += [
             f"- {k}: {json.dumps(v, ensure_ascii=False)} as stated in the request."
             for k, v in c.arguments.items()
@@ -176,15 +238,20 @@ def render_answer(
     template: str = "tool_n1",
     reasoning: str | None = None,
     include_reasoning: bool = True,
+    fill_reasoning: bool = True,
 ) -> str:
     """The assistant text that answers with `calls` in `template`'s grammar (inverse of parsing).
 
-    `template` is a template or grammar name; without `reasoning` the template writes its default one."""
+    `template` is a template or grammar name. Without `reasoning` (or with one that is empty once the
+    grammar tags are removed) the template writes its default reasoning, unless `fill_reasoning` is
+    False: then the answer is the call block alone, as with `include_reasoning=False`."""
     tpl = TEMPLATES.get(template)
     grammar = tpl.grammar if tpl is not None else get_grammar(template)
     default_reasoning = tpl.default_reasoning if tpl is not None else None
     calls = list(calls)
     r = _clean_reasoning(reasoning) if (reasoning and include_reasoning) else ""
+    if not r and not fill_reasoning:
+        include_reasoning = False
     if grammar.name == "tool_n1":
         block = f"{grammar.call[0]}\n{_json_calls(calls)}\n{grammar.call[1]}"
         if not include_reasoning:
@@ -210,14 +277,21 @@ class PromptTemplate:
     """A named system prompt plus the output grammar it teaches."""
 
     name: str
-    system: str
-    """Text with a {tools} placeholder (and {rejection} for r2if)."""
+    system_source: str | Callable[[], str]
+    """Text with a {tools} placeholder (and {rejection} for r2if), or a function returning it, called
+    the first time the text is needed (`system`)."""
     grammar: Grammar
     """The output grammar the prompt asks for: parsing, rewards and tags all come from it."""
     tools_format: str = "json"
     """A `TOOL_FORMATS` key: how {tools} is rendered."""
     default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None
     """Writes the reasoning of a rendered answer when the data has none (None: the grammar's default)."""
+
+    @property
+    def system(self) -> str:
+        """The system text with its placeholders (a lazily resolved text is resolved here)."""
+        src = self.system_source
+        return src if isinstance(src, str) else src()
 
     def system_prompt(self, tools: Sequence[ToolSpec], override: str | None = None) -> str:
         """The system text with the tool list filled in; `override` replaces the template's text."""
@@ -234,8 +308,8 @@ TOOL_N1_COMPACT_SYSTEM = (
 TEMPLATES: dict[str, PromptTemplate] = {
     "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM, GRAMMARS["tool_n1"]),
     "r2if": PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
-    "bfcl": PromptTemplate("bfcl", BFCL_SYSTEM, GRAMMARS["python"]),
-    "bfcl_strong": PromptTemplate("bfcl_strong", BFCL_SYSTEM + BFCL_STRONG_SUFFIX, GRAMMARS["python"]),
+    "bfcl": PromptTemplate("bfcl", bfcl_default_system, GRAMMARS["python"], "json_list"),
+    "bfcl_strong": PromptTemplate("bfcl_strong", bfcl_strong_system, GRAMMARS["python"], "json_list"),
     "tool_n1_compact": PromptTemplate(
         "tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures", _compact_reasoning
     ),
@@ -244,13 +318,13 @@ TEMPLATES: dict[str, PromptTemplate] = {
 
 def register_template(
     name: str,
-    system: str,
+    system: str | Callable[[], str],
     grammar: str | Grammar,
     tools_format: str = "json",
     default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None,
 ) -> PromptTemplate:
     """Add a prompt template (e.g. a compact system prompt for a tiny model) answered in `grammar`;
-    `tools_format` is a `TOOL_FORMATS` key."""
+    `system` is the text or a function returning it on first use; `tools_format` is a `TOOL_FORMATS` key."""
     if tools_format not in TOOL_FORMATS:
         raise ValueError(f"unknown tools_format {tools_format!r}; known: {sorted(TOOL_FORMATS)}")
     TEMPLATES[name] = PromptTemplate(name, system, get_grammar(grammar), tools_format, default_reasoning)

@@ -1,7 +1,10 @@
 """R2IF Specification-Modification-Value reward (R2IF, Eq. 2-6).
 
-The R2IF reasoning explains each argument in its Step2, under a `#func_name#` header, one
-`- param: analysis` line per argument. For a completion with predicted calls A and ground truth A*:
+The R2IF reasoning explains each argument in its Step2: a `For #func_name#:` header per called
+function (the template's form; any line naming `#func_name#` that is not an argument line opens a
+block), then one `- param: analysis` line per argument. The `r2if` prompt template asks for exactly
+this, and its default reasoning writes it, so rendered answers parse back into their blocks. For a
+completion with predicted calls A and ground truth A*:
 
     r(p)     = (r_spec(p) + r_mod(p) + r_val(p)) / 3                              (per parameter)
     r_spec   = sim(s_p, spec_p)  if sim(s_p, spec_p) >= tau else 0
@@ -63,7 +66,12 @@ Block = tuple[str | None, dict[str, str]]
 
 
 def parse_step2(reasoning: str) -> list[Block]:
-    """Step2 of an R2IF reasoning as [(function name or None, {param: snippet})], in order."""
+    """Step2 of an R2IF reasoning as [(function name or None, {param: snippet})], in order.
+
+    Step2 runs from "Step2" to "Step3" or the end. A line naming `#f#` opens f's block (``For #f#:``,
+    ``#f#``) unless it is an argument line whose name comes first; ``- p: text`` (or ``*``, ``•``,
+    ``1.``; ``=`` or ``：`` for the colon) adds p's snippet; other non-empty lines continue the last
+    snippet."""
     text = reasoning[:MAX_REASONING_CHARS]
     m = _STEP2.search(text)
     if not m:

@@ -160,7 +160,12 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
     Agent categories also get `process_accuracy` (mean of the entries' process scores); the agent
     group (end-to-end) and `agent_process_accuracy` need both agent categories, as ACEBench averages
-    the two (it counts a missing one as 0; we report None instead)."""
+    the two (it counts a missing one as 0; we report None instead).
+
+    `r2if` holds the columns of R2IF's ACEBench table: `atom` (unweighted mean of the normal_atom_*
+    categories run), `single_turn` (the same over normal_single_turn_*), `irrelevant`
+    (special_irrelevant) and `overall`, their unweighted mean; each is None when none of its
+    categories ran, and `overall` unless all three are there."""
     by_cat: dict[str, dict[str, bool]] = {}
     process: dict[str, list[float]] = {}
     for r in records:
@@ -190,5 +195,14 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     if groups["normal"] is not None and groups["special"] is not None:
         partial = (WEIGHTS["normal"] * groups["normal"] + WEIGHTS["special"] * groups["special"]) / (
             WEIGHTS["normal"] + WEIGHTS["special"])
+
+    def prefix_mean(prefix: str) -> float | None:
+        accs = [v["accuracy"] for c, v in cats.items() if c.startswith(prefix)]
+        return sum(accs) / len(accs) if accs else None
+
+    r2if = {"atom": prefix_mean("normal_atom_"), "single_turn": prefix_mean("normal_single_turn_"),
+            "irrelevant": prefix_mean("special_irrelevant")}
+    parts = list(r2if.values())
+    r2if["overall"] = None if any(x is None for x in parts) else sum(parts) / len(parts)  # type: ignore[arg-type]
     return {"categories": cats, "groups": groups, "agent_process_accuracy": agent_process,
-            "overall": overall, "overall_without_agent": partial}
+            "overall": overall, "overall_without_agent": partial, "r2if": r2if}

@@ -1,0 +1,283 @@
+"""ACE, R2IF's average chain-of-thought effectiveness, over a benchmark's single-turn entries.
+
+    R_cer = v(R | Q, T) − v_base(Q, T)        ACE = mean of R_cer over the entries     (R2IF)
+
+A student model continues K times from the evaluated model's reasoning R (the template's reasoning
+block closed, the call block opened); v is the share of continuations whose calls are right, v_base the
+student's own success rate on the entry (`tooltune.rewards.cer.CERReward`, which this module runs).
+ACE > 0 says the model's reasoning helps the student more than the student's own does.
+
+The entries are a benchmark's single-turn entries whose correct answer is a list of calls, rendered
+exactly as the benchmark's evaluation renders them under the same `Controls` (`runner.prepare`):
+- BFCL: the single-turn AST categories (ground truth: the first acceptable value of each argument,
+  `bfcl.ground_truth_calls`) and irrelevance, live_irrelevance (no call); live_relevance (any call
+  passes) and the multi-turn categories have no such answer and are left out;
+- API-Bank: every level (the expected request);
+- ACEBench: the normal categories (the sample's answer; of several acceptable answers the first) and
+  special_irrelevant (no call); special_incomplete and special_error_param (the answer is a sentence)
+  and the agent categories are left out.
+As in R_cer, continuations are judged by exact call match (`tooltune.matching`), not by the benchmark's
+checker. The template's grammar needs a reasoning block (tool_n1, r2if).
+
+The evaluated model's completions come from any backend, one per seed: a `ReplayBackend` of an
+evaluation's `completions_seed<S>.jsonl` reuses that run's completions; a model backend generates them
+here with `Sampling`. The student is any backend, a `BackendConfig` or a mapping of its fields.
+
+Output folder, like `runner.evaluate`'s: `ace.jsonl` (one line per seed and entry: {"id", "category",
+"seed", "r_cer", "v", "v_base"}, appended as produced; `resume=True` skips finished entries),
+`completions_seed<S>.jsonl` (the completions scored), `v_base.sqlite` (the student baselines per entry
+and student, committed per batch, so a resumed run asks none twice), `summary.json` (per seed: ace,
+its standard error, n, mean v and v_base, per category; mean ± std over seeds; the entries left out)
+and `manifest.json` (`protocol.build_manifest`, with the student and the ACE settings under `sampling`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from tooltune.config import ConfigError, option
+from tooltune.evaluation import acebench, apibank, bfcl
+from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
+from tooltune.evaluation.runner import BENCHMARKS, benchmark_data_dir, prepare
+from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
+from tooltune.prompts import get_template
+from tooltune.rewards.cer import CERReward
+from tooltune.schema import ToolCall
+
+ACE_FILE = "ace.jsonl"
+V_BASE_FILE = "v_base.sqlite"
+
+LEFT_OUT = {
+    "live_relevance": "any call passes: no single correct call list",
+    "special_incomplete": "the correct answer is a sentence naming the missing parameters, not calls",
+    "special_error_param": "the correct answer is a sentence naming the wrong values, not calls",
+    "agent_multi_step": "agent conversations are not single-turn entries",
+    "agent_multi_turn": "agent conversations are not single-turn entries",
+    **{c: "multi-turn conversations are not single-turn entries" for c in bfcl.MULTI_TURN},
+}
+"""Categories ACE leaves out, and why."""
+
+
+@dataclass
+class AceOptions:
+    """The CER settings of an ACE run (`tooltune eval ace` flags of the same names)."""
+
+    k: int = option(5, "Student continuations per entry and reasoning (R2IF: 5).")
+    student_temperature: float = option(0.4, "Sampling temperature of the student (R2IF: 0.4).")
+    student_max_new_tokens: int = option(256, "Longest student continuation, in tokens.")
+    base_mode: str = option(
+        "free",
+        "How v_base is measured: free (the student answers the entry on its own, reasoning included) or "
+        "no_reasoning (it continues from an empty reasoning block).",
+        ("free", "no_reasoning"),
+    )
+    student_seed: int = option(0, "Seed of the student's sampling.")
+    cer_batch_size: int = option(64, "Entries per student call (their K continuations each).")
+
+    def validate(self) -> AceOptions:
+        if self.k < 1:
+            raise ConfigError(f"k: must be >= 1, got {self.k}")
+        if self.cer_batch_size < 1:
+            raise ConfigError(f"cer_batch_size: must be >= 1, got {self.cer_batch_size}")
+        if self.base_mode not in ("free", "no_reasoning"):
+            raise ConfigError(f"base_mode: expected free or no_reasoning, got {self.base_mode!r}")
+        return self
+
+
+@dataclass
+class AceItem:
+    """One entry: its prompt as the evaluation renders it, and its correct calls."""
+
+    id: str
+    category: str
+    messages: list[dict[str, Any]]
+    gold: list[ToolCall]
+
+    @property
+    def key(self) -> str:
+        """The v_base cache key: the entry id and a hash of its prompt (other controls, other prompt)."""
+        blob = json.dumps(self.messages, sort_keys=True, ensure_ascii=False)
+        return f"{self.id}@{hashlib.sha1(blob.encode('utf-8')).hexdigest()[:16]}"
+
+
+@dataclass
+class AceSet:
+    items: list[AceItem]
+    categories: list[str]
+    data_files: list[str]
+    left_out: dict[str, str]
+
+
+def _split(categories: Sequence[str] | str | None) -> list[str] | None:
+    if categories in (None, "", "all"):
+        return None
+    return [c.strip() for c in (categories.split(",") if isinstance(categories, str) else categories)
+            if c.strip()]
+
+
+def ace_set(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
+            data_dir: str | os.PathLike | None = None) -> AceSet:
+    """The entries of `benchmark` ACE runs on (see the module doc), with their prompts and correct calls."""
+    asked = _split(categories)
+    if benchmark == "bfcl":
+        cats = bfcl.expand_categories("single_turn" if categories in (None, "") else categories)
+        kept = [c for c in cats if c not in LEFT_OUT]
+        gold = {}
+        for e in bfcl.load_entries(kept):
+            irrelevant = "irrelevance" in e.category
+            gold[e.id] = [] if irrelevant else bfcl.ground_truth_calls(e, controls.name_style)
+    elif benchmark == "apibank":
+        folder = benchmark_data_dir(benchmark, data_dir)
+        cats = asked or list(apibank.LEVELS)
+        kept = cats
+        gold = {s.id: s.answer for _, s in apibank.load_samples(folder, kept)}
+    elif benchmark == "acebench":
+        folder = benchmark_data_dir(benchmark, data_dir)
+        cats = asked or acebench.categories_in(folder)
+        kept = [c for c in cats if c not in LEFT_OUT]
+        gold = {s.id: (s.answer if c.startswith("normal") else [])
+                for c, s in acebench.load_samples(folder, kept)}
+    else:
+        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
+    left_out = {c: LEFT_OUT[c] for c in cats if c not in kept}
+    if not kept:
+        return AceSet([], [], [], left_out)
+    prep = prepare(benchmark, kept, controls, data_dir)
+    items = [AceItem(t.id, t.category, t.messages, gold[t.id]) for t in prep.tasks if t.id in gold]
+    return AceSet(items, sorted({i.category for i in items}), prep.data_files, left_out)
+
+
+def ace_statistics(values: Sequence[float]) -> dict[str, float]:
+    """ACE (the mean), its standard error and n: the statistics of `rewards.cer.average_cot_effectiveness`."""
+    n = len(values)
+    if not n:
+        return {"ace": 0.0, "stderr": 0.0, "n": 0}
+    mean = sum(values) / n
+    var = sum((x - mean) ** 2 for x in values) / (n - 1) if n > 1 else 0.0
+    return {"ace": mean, "stderr": math.sqrt(var / n), "n": n}
+
+
+def ace_scores(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One seed's summary from its `ace.jsonl` records: ACE, stderr, n, mean v and v_base, per category."""
+    scored = [r for r in records if r.get("r_cer") is not None]
+    out: dict[str, Any] = ace_statistics([float(r["r_cer"]) for r in scored])
+    out["v"] = sum(float(r["v"]) for r in scored) / len(scored) if scored else 0.0
+    out["v_base"] = sum(float(r["v_base"]) for r in scored) / len(scored) if scored else 0.0
+    cats: dict[str, list[float]] = {}
+    for r in scored:
+        cats.setdefault(r["category"], []).append(float(r["r_cer"]))
+    out["categories"] = {c: ace_statistics(v) for c, v in sorted(cats.items())}
+    return out
+
+
+def make_cer(
+    student: Any, controls: Controls, options: AceOptions, cache_path: str | os.PathLike
+) -> CERReward:
+    """The R_cer reward ACE averages, for `controls`' template and parser mode."""
+    if get_template(controls.template).grammar.continuation is None:
+        raise ConfigError(
+            f"template: ACE needs a template whose grammar has a reasoning block (tool_n1, r2if), "
+            f"got {controls.template!r}"
+        )
+    return CERReward(
+        student, template=controls.template, format_mode=controls.mode, k=options.k,
+        temperature=options.student_temperature, max_new_tokens=options.student_max_new_tokens,
+        cache_path=str(cache_path), base_mode=options.base_mode, seed=options.student_seed,
+    )
+
+
+def _completions(items: Sequence[AceItem], backend: Backend, seed: int, sampling: Sampling,
+                 partial: bool) -> list[tuple[AceItem, str]]:
+    """(item, completion) for the items `backend` answers; a replayed file's missing entries are empty
+    completions (R_cer = −v_base), or left out with `partial`."""
+    has = getattr(backend, "has", None)
+    out: list[tuple[AceItem, str]] = []
+    todo = list(items)
+    if has is not None:
+        out += [(i, "") for i in todo if not has(i.id) and not partial]
+        todo = [i for i in todo if has(i.id)]
+    reqs = [GenerationRequest(i.messages, temperature=sampling.temperature,
+                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=i.id) for i in todo]
+    for idx, outputs in generate_in_chunks(backend, reqs, sampling.batch_size):
+        out += [(todo[j], texts[0] if texts else "") for j, texts in zip(idx, outputs)]
+    return out
+
+
+def evaluate_ace(
+    benchmark: str,
+    backends: Backend | Sequence[tuple[int, Backend]],
+    student: Any,
+    out_dir: str | os.PathLike,
+    controls: Controls | None = None,
+    categories: Sequence[str] | str | None = None,
+    options: AceOptions | None = None,
+    sampling: Sampling | None = None,
+    data_dir: str | os.PathLike | None = None,
+    resume: bool = False,
+    partial: bool = False,
+    model: str | None = None,
+    cache_path: str | os.PathLike | None = None,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """ACE of the model behind `backends` on `benchmark`, with `student`; writes the folder described in
+    the module doc and returns the summary.
+
+    `backends`: (seed, backend) pairs, or one backend for seed 0 (a replayed predictions file holds one
+    seed). `student`: a Backend, a `BackendConfig` or a mapping of its fields. `controls` must be those
+    the completions were made under (`Controls(template="r2if")` for an R2IF model). `cache_path`: the
+    v_base cache (default `out_dir/v_base.sqlite`; share one across runs with the same student)."""
+    controls, sampling = controls or Controls(), sampling or Sampling()
+    options = (options or AceOptions()).validate()
+    if isinstance(backends, Backend):
+        backends = [(0, backends)]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cer = make_cer(student, controls, options, cache_path or out / V_BASE_FILE)
+    found = ace_set(benchmark, categories, controls, data_dir)
+    seeds = [s for s, _ in backends]
+    names = ", ".join(b.name for _, b in backends)
+    settings = asdict(sampling) | {"partial": partial, "ace": asdict(options), "student": cer.student_name}
+    manifest = build_manifest(f"{benchmark}:ace", found.categories, controls, seeds, model, names,
+                              found.data_files, settings)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    with VerdictLog(out / ACE_FILE, resume=resume) as log:
+        total = len(found.items) * len(backends) - len(log.done)
+        bar = tqdm(total=total, desc=f"{benchmark} ace", unit="entry", disable=not show_progress)
+        try:
+            for seed, backend in backends:
+                todo = [i for i in found.items if (seed, i.id) not in log.done]
+                pairs = _completions(todo, backend, seed, sampling, partial)
+                path = out / f"completions_seed{seed}.jsonl"
+                with open(path, "a" if resume else "w", encoding="utf-8") as f:
+                    f.writelines(json.dumps({"id": i.id, "result": t}, ensure_ascii=False) + "\n"
+                                 for i, t in pairs)
+                for start in range(0, len(pairs), options.cer_batch_size):
+                    chunk = pairs[start : start + options.cer_batch_size]
+                    values = cer.batch([t for _, t in chunk], [i.gold for i, _ in chunk],
+                                       prompt=[i.messages for i, _ in chunk],
+                                       sample_id=[i.key for i, _ in chunk])
+                    for (item, _), r in zip(chunk, values):
+                        v_base = cer.cache.get(item.key, cer.student_name) or 0.0
+                        log.add({"id": item.id, "category": item.category, "seed": seed, "r_cer": r,
+                                 "v": r + v_base, "v_base": v_base})
+                    bar.update(len(chunk))
+        finally:
+            bar.close()
+        records = list(log.records)
+    per_seed = {s: ace_scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
+    stats = aggregate_seeds(per_seed)
+    summary = {"benchmark": benchmark, "metric": "ace", "student": cer.student_name, "seeds": seeds,
+               "n_entries": len(found.items), "scores": {k: v["mean"] for k, v in stats.items()},
+               "mean_std": stats, "per_seed": {str(s): v for s, v in per_seed.items()},
+               "left_out": found.left_out}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary

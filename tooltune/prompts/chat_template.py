@@ -1,0 +1,153 @@
+"""Does a chat template keep the reasoning of earlier assistant turns?
+
+`render_prompt(..., keep_reasoning=True)` writes the data's reasoning into earlier assistant messages,
+but the tokenizer's chat template, which turns the messages into text, may drop it again: Qwen3's
+stock template splits every assistant turn before the last user message at ``</think>`` and keeps
+only what follows. A run that records ``keep_reasoning: true`` with such a template shows the model
+no earlier reasoning at all, and its record says otherwise.
+
+`history_reasoning_survives(chat_template, template)` renders a short conversation, whose earlier
+assistant turn carries a marker as its reasoning, exactly as `render_prompt` writes it for `template`,
+through the chat template, and says whether the marker is still there. `check_history_reasoning` is
+the call for training and evaluation code: it does nothing unless reasoning is kept in native history
+with a template whose grammar has a reasoning block, and then raises `ReasoningHistoryLost` (or logs a
+warning) naming the fix.
+
+A chat template is a tokenizer (rendered with its own `apply_chat_template`) or the template's Jinja
+source, rendered here with jinja2 the way transformers renders it (sandboxed, ``trim_blocks``,
+``lstrip_blocks``, loop controls, ``tojson``, ``raise_exception``, and ``{% generation %}`` blocks).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Any
+
+import jinja2
+import jinja2.ext
+from jinja2 import nodes
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from tooltune.prompts.render import render_prompt
+from tooltune.prompts.templates import get_template
+from tooltune.schema import Sample
+
+logger = logging.getLogger(__name__)
+
+PROBE_MARKER = "tooltune-history-reasoning-probe"
+"""The reasoning of the probe's earlier assistant turn; no chat template writes it on its own."""
+
+
+class ReasoningHistoryLost(ValueError):
+    """The chat template drops the reasoning that `keep_reasoning` asked to keep."""
+
+
+class _Generation(jinja2.ext.Extension):
+    """``{% generation %}…{% endgeneration %}`` (transformers' assistant-mask marker): renders its body."""
+
+    tags = {"generation"}
+
+    def parse(self, parser: Any) -> nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(lineno)
+
+    def _body(self, caller: Any) -> str:
+        return caller()
+
+
+def _raise(message: str) -> None:
+    raise jinja2.exceptions.TemplateError(message)
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, extensions=[_Generation, jinja2.ext.loopcontrols]
+    )
+    env.filters["tojson"] = lambda x, indent=None, **_: json.dumps(x, ensure_ascii=False, indent=indent)
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def render_chat(
+    chat_template: Any, messages: list[dict[str, Any]], add_generation_prompt: bool = True
+) -> str:
+    """`messages` as the text the model reads, through a tokenizer's chat template or a template source."""
+    if not isinstance(chat_template, str):
+        apply = getattr(chat_template, "apply_chat_template", None)
+        if apply is None:
+            raise TypeError(
+                f"expected a chat template source or a tokenizer, got {type(chat_template).__name__}"
+            )
+        if not getattr(chat_template, "chat_template", None):
+            raise ValueError("the tokenizer has no chat template")
+        return apply(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+    return _environment().from_string(chat_template).render(
+        messages=messages, add_generation_prompt=add_generation_prompt, tools=None, bos_token="", eos_token=""
+    )
+
+
+def probe_messages(template: str = "tool_n1") -> list[dict[str, str]]:
+    """A user turn, an assistant turn (one call, reasoning `PROBE_MARKER`), a second user turn, rendered
+    by `render_prompt` in native history with reasoning kept."""
+    tool = {"name": "probe_tool", "description": "A probe.",
+            "parameters": {"type": "object", "properties": {}}}
+    sample = Sample(
+        id="reasoning-probe",
+        source="probe",
+        category="multi_step",
+        messages=[
+            {"role": "user", "content": "First request."},
+            {"role": "assistant", "content": "", "reasoning": PROBE_MARKER,
+             "tool_calls": [{"name": "probe_tool", "arguments": {}}]},
+            {"role": "user", "content": "Second request."},
+        ],
+        tools=[tool],
+        answer=[],
+    )
+    return render_prompt(sample, template, history="native", keep_reasoning=True, system_prompt="{tools}")
+
+
+def history_reasoning_survives(chat_template: Any, template: str = "tool_n1") -> bool:
+    """Whether an earlier assistant turn's reasoning, written by `render_prompt` for `template`, is still in
+    the text `chat_template` (a tokenizer or a Jinja source) makes of the conversation.
+
+    True as well when `template`'s grammar has no reasoning block (there is nothing to lose)."""
+    if get_template(template).grammar.reasoning is None:
+        return True
+    return PROBE_MARKER in render_chat(chat_template, probe_messages(template))
+
+
+def check_history_reasoning(
+    chat_template: Any,
+    template: str = "tool_n1",
+    keep_reasoning: bool = True,
+    history: str = "native",
+    on_loss: str = "error",
+    where: str = "",
+) -> bool:
+    """Check that the chat template keeps what `keep_reasoning` keeps; True when nothing is lost.
+
+    Only native history with `keep_reasoning` and a grammar with a reasoning block can lose anything
+    (context history writes earlier turns into one user message). On a loss, `on_loss="error"` raises
+    `ReasoningHistoryLost` and ``"warn"`` logs a warning and returns False; `where` names the caller
+    (e.g. a config key) in the message."""
+    if on_loss not in ("error", "warn"):
+        raise ValueError(f"on_loss must be 'error' or 'warn', got {on_loss!r}")
+    if not keep_reasoning or history != "native" or history_reasoning_survives(chat_template, template):
+        return True
+    tags = get_template(template).grammar.reasoning or ("", "")
+    message = (
+        f"{where + ': ' if where else ''}keep_reasoning is set with native history, but the chat template "
+        f"removes the {tags[0]}…{tags[1]} reasoning of assistant turns before the last user message "
+        "(as Qwen3's stock template does), so the model would see none of it. Set keep_reasoning to "
+        "false to record what the model sees, use history: context (earlier turns inside one user "
+        "message), or use a chat template that keeps earlier reasoning."
+    )
+    if on_loss == "error":
+        raise ReasoningHistoryLost(message)
+    logger.warning("%s", message)
+    return False
