@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "tooltune"
 
 LAYERS: list[tuple[str, ...]] = [
-    ("schema", "config"),
+    ("schema", "config", "rundir"),
     ("parsing",),
     ("matching",),
     ("prompts", "models"),

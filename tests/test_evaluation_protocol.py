@@ -18,6 +18,7 @@ from tooltune.evaluation.protocol import (
     build_manifest,
     compare_runs,
     mean_std,
+    run_identity,
 )
 from tooltune.evaluation.report import write_report
 
@@ -37,6 +38,21 @@ def test_verdict_log_resumes_and_drops_a_torn_line(tmp_path: Path) -> None:
     with VerdictLog(path) as log:  # no resume: start over
         assert log.done == set()
     assert path.read_text() == ""
+
+
+def test_verdict_log_counts_each_seed_and_id_once(tmp_path: Path) -> None:
+    """Repeated (seed, id) lines (two writers) count once and are dropped from the file on resume; a line
+    separator inside a value does not split a verdict; adding a finished (seed, id) again is ignored."""
+    path = tmp_path / "v.jsonl"
+    rows = [{"id": "a", "category": "c", "valid": True, "error": None, "seed": 0},
+            {"id": "a", "category": "c", "valid": False, "error": "x\u2028y", "seed": 1}]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    path.write_text(text + "not json\n" + text, encoding="utf-8")
+    with VerdictLog(path, resume=True) as log:
+        assert log.done == {(0, "a"), (1, "a")} and log.records == rows
+        log.add({**rows[0], "valid": False})
+        assert log.records == rows
+    assert path.read_text(encoding="utf-8") == text
 
 
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=8))
@@ -62,6 +78,23 @@ def test_manifest_records_controls_hashes_and_versions(tmp_path: Path) -> None:
     assert m["system_prompt_sha256"] != build_manifest("apibank", ["level-1"], Controls(template="r2if"),
                                                        [0], "m", "hf:m", [data])["system_prompt_sha256"]
     assert set(m["data_sha256"]) == {"d.json"} and "tooltune" in m["packages"]
+    assert m["predictions_sha256"] == {}
+
+
+def test_run_identity_is_the_manifest_fields_that_define_the_results(tmp_path: Path) -> None:
+    data = tmp_path / "d.json"
+    data.write_text("[]")
+    c = Controls(system_prompt="literal text")
+    m = build_manifest("bfcl", ["simple_python"], c, [0], "m", "replay:p.jsonl", [data],
+                       {"temperature": 0.0, "partial": False}, predictions_sha256={"0": "ab"})
+    ident = run_identity(m)
+    assert ident["command"] == "eval" and ident["mode"] == "strict" and ident["temperature"] == 0.0
+    assert ident["predictions_sha256"] == {"0": "ab"} and ident["data_sha256"] == m["data_sha256"]
+    assert "system_prompt" not in ident and ident["system_prompt_sha256"] == m["system_prompt_sha256"]
+    assert set(ident["packages"]) == {"tooltune", "bfcl-eval"} and "python" not in ident
+    assert set(run_identity({**m, "benchmark": "apibank"})["packages"]) == {"tooltune"}
+    # what is recorded but does not change verdicts leaves the identity alone
+    assert run_identity({**m, "python": "0.0", "packages": {**m["packages"], "torch": "9"}}) == ident
 
 
 def _apibank(tmp_path: Path, shared_data_dir: Path, name: str, *extra: str) -> Path:

@@ -1,14 +1,19 @@
 """Generation through the CLI (a local tiny HF model over seeds, an OpenAI-compatible endpoint), the one set
-of protocol defaults shared by the library and the CLI, and where benchmark data is read from."""
+of protocol defaults shared by the library and the CLI, where benchmark data is read from, and run
+folders: one run per folder, one writer at a time, resumes that survive a kill."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from test_generation_backends import _FakeServer
+from test_rundir import lock_holder
 
 from tooltune.cli import build_parser, main
 from tooltune.config import describe
@@ -17,7 +22,9 @@ from tooltune.evaluation import runner
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import Prepared, RunOptions, Task
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
+from tooltune.generation import BackendConfig, ReplayBackend, Sampling, ScriptedBackend
+from tooltune.generation.backends import load_predictions
+from tooltune.rundir import RunMismatch
 
 
 def _lines(path: Path) -> list[dict]:
@@ -119,3 +126,171 @@ def test_docs_list_every_eval_flag_with_its_default(repo_root: Path) -> None:
             if value not in ("", None):
                 shown = json.dumps(value) if isinstance(value, bool) else str(value)
                 assert f"`{shown}`" in rows[flag], f"docs/evaluation.md: {flag} default is {shown}"
+
+
+# --------------------------------------------------------------------------------------------
+# Run folders
+
+
+@pytest.fixture(scope="module")
+def gold_predictions(tmp_path_factory, shared_data_dir) -> Path:
+    """API-Bank level-1's ground truth as a predictions file (the scripted run's completions, 399 lines)."""
+    out = tmp_path_factory.mktemp("gold")
+    assert main(["eval", "apibank", "--scripted", "--categories", "level-1", "--data-dir",
+                 str(shared_data_dir / "apibank"), "--out", str(out), "--no-report"]) == 0
+    return out / "completions_seed0.jsonl"
+
+
+def _apibank(out: Path, predictions: Path, data: Path, *extra: str) -> int:
+    return main(["eval", "apibank", "--predictions", str(predictions), "--categories", "level-1",
+                 "--data-dir", str(data / "apibank"), "--out", str(out), "--no-report", *extra])
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    """Every file of a run folder but the lock, with its bytes."""
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.name != ".lock"}
+
+
+def _one_line_error(capsys: pytest.CaptureFixture, command: str) -> str:
+    """The one error line printed since the last call (progress bars of earlier runs aside)."""
+    err = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    lines = [x for x in err if x.startswith("tooltune eval")]
+    assert len(lines) == 1 and lines[0].startswith(f"tooltune eval {command}: ") and err[-1] == lines[0], err
+    return lines[0]
+
+
+def test_resume_refuses_another_run_naming_each_difference(tmp_path, shared_data_dir, gold_predictions,
+                                                           capsys) -> None:
+    """Another template, parse mode, temperature, benchmark or predictions content is not resumed into the
+    folder: exit 2 naming every differing field with both values; verdicts, summary and manifest stay."""
+    preds = tmp_path / "preds.jsonl"
+    shutil.copy(gold_predictions, preds)
+    out = tmp_path / "run"
+    assert _apibank(out, preds, shared_data_dir) == 0
+    before = _files(out)
+    capsys.readouterr()
+    for extra, parts in [
+        (["--template", "r2if"], ['template: "tool_n1" vs "r2if"', "system_prompt_sha256: "]),
+        (["--mode", "substring"], ['mode: "strict" vs "substring"', "1 difference,"]),
+        (["--template", "r2if", "--mode", "substring", "--temperature", "0"],
+         ['template: "tool_n1" vs "r2if"', 'mode: "strict" vs "substring"', "temperature: 0.7 vs 0.0",
+          "4 differences"]),
+    ]:
+        assert _apibank(out, preds, shared_data_dir, "--resume", *extra) == 2
+        err = _one_line_error(capsys, "apibank")
+        assert str(out) in err and "settings it started with" in err
+        assert all(part in err for part in parts), (parts, err)
+        assert _files(out) == before
+    assert main(["eval", "bfcl", "--predictions", str(preds), "--categories", "simple_python", "--out",
+                 str(out), "--resume", "--no-report"]) == 2
+    err = _one_line_error(capsys, "bfcl")
+    assert 'benchmark: "apibank" vs "bfcl"' in err and 'categories: ["level-1"] vs ["simple_python"]' in err
+    preds.write_text("".join(preds.read_text().splitlines(keepends=True)[:-1]))  # same file, other content
+    assert _apibank(out, preds, shared_data_dir, "--resume") == 2
+    err = _one_line_error(capsys, "apibank")
+    assert "predictions_sha256.0: " in err and "1 difference," in err
+    assert _files(out) == before
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["per_seed"]["0"]["categories"]) == {"level-1"}
+    assert json.loads(before["run.json"])["benchmark"] == "apibank"
+
+
+def test_a_new_run_needs_a_new_or_empty_folder(tmp_path, shared_data_dir, gold_predictions, capsys) -> None:
+    """Without --resume a folder holding results is never overwritten: another run's folder is refused
+    (another benchmark included), this run's folder asks for --resume; an empty folder is fine."""
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    before = _files(out)
+    capsys.readouterr()
+    assert main(["eval", "bfcl", "--scripted", "--categories", "simple_python", "--out", str(out),
+                 "--no-report"]) == 2
+    err = _one_line_error(capsys, "bfcl")
+    assert "holds another run" in err and 'benchmark: "apibank" vs "bfcl"' in err
+    assert "another output folder" in err
+    assert _apibank(out, gold_predictions, shared_data_dir, "--categories", "level-2") == 2
+    assert 'categories: ["level-1"] vs ["level-2"]' in _one_line_error(capsys, "apibank")
+    assert _apibank(out, gold_predictions, shared_data_dir) == 2
+    assert "already holds this run's results: pass --resume" in _one_line_error(capsys, "apibank")
+    assert _files(out) == before
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 0  # nothing left to do
+    assert _files(out)["verdicts.jsonl"] == before["verdicts.jsonl"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _apibank(empty, gold_predictions, shared_data_dir) == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    assert _apibank(mine, gold_predictions, shared_data_dir) == 2
+    assert "has no run.json" in _one_line_error(capsys, "apibank")
+    assert _files(mine) == {"notes.txt": b"keep me"}
+
+
+def test_one_writer_per_folder_and_a_killed_writer_frees_it(tmp_path, shared_data_dir, gold_predictions,
+                                                            capsys) -> None:
+    """While another process holds the folder, eval exits 2 naming the folder and the holder, whatever it
+    asks for; once that process is killed (no clean exit), --resume runs."""
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    before = _files(out)
+    capsys.readouterr()
+    with lock_holder(out) as proc:
+        for extra in (["--resume"], ["--categories", "level-2"]):
+            assert _apibank(out, gold_predictions, shared_data_dir, *extra) == 2
+            err = _one_line_error(capsys, "apibank")
+            assert str(out) in err and "in use by another run" in err and f"pid {proc.pid}" in err
+        assert _files(out) == before
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 0
+    assert len(_lines(out / "verdicts.jsonl")) == 399
+
+
+def test_a_killed_run_resumes_without_gluing_onto_torn_lines(tmp_path, shared_data_dir,
+                                                             gold_predictions) -> None:
+    """--resume after a kill mid-write cuts the torn last lines of completions and verdicts, then
+    finishes every entry once: the completions stay a replayable predictions file."""
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    verdicts = (out / "verdicts.jsonl").read_text().splitlines(keepends=True)
+    completions = (out / "completions_seed0.jsonl").read_text().splitlines(keepends=True)
+    assert len(verdicts) == len(completions) == 399
+    # killed in the middle of writes: completion 101 and verdict 100 are torn
+    (out / "completions_seed0.jsonl").write_text("".join(completions[:100]) + completions[100][:25])
+    (out / "verdicts.jsonl").write_text("".join(verdicts[:99]) + verdicts[99][:20])
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 0
+    lines = (out / "completions_seed0.jsonl").read_text().splitlines()
+    assert all(json.loads(x)["id"] for x in lines)  # nothing glued onto the torn line
+    assert load_predictions(out / "completions_seed0.jsonl") == load_predictions(gold_predictions)
+    again = _lines(out / "verdicts.jsonl")
+    assert len(again) == 399 and len({(v["seed"], v["id"]) for v in again}) == 399
+    assert {v["id"]: v["valid"] for v in again} == {v["id"]: v["valid"] for v in map(json.loads, verdicts)}
+    level1 = json.loads((out / "summary.json").read_text())["per_seed"]["0"]["categories"]["level-1"]
+    assert level1["total"] == 399 and level1["accuracy"] == 1.0
+
+
+def test_resume_counts_each_entry_once(tmp_path, shared_data_dir, gold_predictions) -> None:
+    """A verdicts file holding every entry twice (two writers without a lock) counts each once."""
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    path = out / "verdicts.jsonl"
+    path.write_text(path.read_text() * 2)
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 0
+    assert len(_lines(path)) == 399
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["per_seed"]["0"]["categories"]["level-1"]["total"] == 399
+
+
+def test_library_evaluate_resumes_only_the_same_run(tmp_path, monkeypatch) -> None:
+    task = Task("t0", "simple", [{"role": "user", "content": "q"}], lambda _: Verdict("t0", "simple", True))
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: Prepared([task], [], lambda recs: {}, []))
+    out = tmp_path / "lib"
+    replay = [(0, ReplayBackend({"t0": "a"}))]
+    runner.evaluate("apibank", replay, out, show_progress=False)
+    manifest = (out / "manifest.json").read_text()
+    assert json.loads(manifest)["predictions_sha256"] == {"0": runner.predictions_sha256(replay[0][1])}
+    assert runner.evaluate("apibank", replay, out, show_progress=False, resume=True)["seeds"] == [0]
+    with pytest.raises(RunMismatch, match="predictions_sha256.0"):
+        runner.evaluate("apibank", [(0, ReplayBackend({"t0": "b"}))], out, show_progress=False, resume=True)
+    with pytest.raises(RunMismatch, match="pass --resume"):
+        runner.evaluate("apibank", replay, out, show_progress=False)
+    assert (out / "manifest.json").read_text() == manifest

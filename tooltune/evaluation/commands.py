@@ -7,10 +7,13 @@
     tooltune eval compare RUN_A RUN_B
     tooltune eval report RUN [RUN ...] --out report.md
 
-Each evaluation writes DIR/verdicts.jsonl, DIR/summary.json, DIR/manifest.json and (unless
---no-report) DIR/report.md with a PNG bar chart. The flags of a benchmark command are generated from
-the dataclasses behind them (RunOptions, Controls, Sampling, BackendConfig), so their help and
-defaults are the library's. Heavy libraries are imported inside the handlers.
+Each evaluation writes DIR/verdicts.jsonl, DIR/summary.json, DIR/manifest.json, DIR/run.json and
+(unless --no-report) DIR/report.md with a PNG bar chart. DIR is new or empty, or holds the same run
+and --resume continues it; it is locked while the command writes. A folder holding another run (or
+this run without --resume) and a folder another process is writing are one-line errors with exit
+status 2. The flags of a benchmark command are generated from the dataclasses behind them
+(RunOptions, Controls, Sampling, BackendConfig), so their help and defaults are the library's. Heavy
+libraries are imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import DataDirError, RunOptions, benchmark_data_dir, evaluate
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
 from tooltune.models import ModelLoadError
+from tooltune.rundir import RunFolderBusy, RunLock, RunMismatch
 
 BENCHMARK_HELP = {
     "bfcl": "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn).",
@@ -138,11 +142,16 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{where}: {e}", file=sys.stderr)
         return 2
     model = "scripted" if args.scripted else backend.label
-    summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None, sampling,
-                       data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                       user_backend=user_backend)
-    if opts.report:
-        write_report([opts.out], Path(opts.out) / "report.md")
+    try:
+        with RunLock(opts.out):  # the report is written under the same lock as the results
+            summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
+                               sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
+                               user_backend=user_backend)
+            if opts.report:
+                write_report([opts.out], Path(opts.out) / "report.md")
+    except (RunMismatch, RunFolderBusy) as e:
+        print(f"{where}: {e}", file=sys.stderr)
+        return 2
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
                 for k, v in summary["scores"].items()
                 if k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1)}

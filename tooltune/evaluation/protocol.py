@@ -3,7 +3,8 @@
 The efficiency paper (arXiv 2606.00135) shows tool-calling scores move with the seed, the system prompt,
 how multi-turn history is serialized and whether earlier reasoning is kept; so every such choice is
 an explicit control, written to `manifest.json` beside the scores, and `compare_runs` refuses to call
-two runs comparable when any of them differs.
+two runs comparable when any of them differs. `run_identity` picks the manifest fields that define a
+run's results: a run folder is resumed only by the same run (`tooltune.rundir`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
 from tooltune.prompts import TEMPLATES, get_template
+from tooltune.rundir import drop_torn_tail
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +34,9 @@ COMPARABLE_KEYS = ("benchmark", "categories", "template", "system_prompt_sha256"
                    "seeds", "sampling", "packages.bfcl-eval", "packages.tooltune")
 """Manifest fields that must be equal for two runs' scores to be comparable (model and backend are
 what a comparison is about, so they may differ)."""
+
+SCORING_PACKAGES = {"bfcl": ("tooltune", "bfcl-eval")}
+"""Packages whose version changes a benchmark's verdicts (default: tooltune alone)."""
 
 
 @dataclass
@@ -113,12 +118,15 @@ def build_manifest(
     data_files: Iterable[str | os.PathLike],
     sampling: Mapping[str, Any] | None = None,
     system_extra: str = "",
+    predictions_sha256: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """Everything a run's scores depend on; `predictions_sha256`: seed -> digest of replayed predictions."""
     return {
         "benchmark": benchmark,
         "categories": list(categories),
         "model": model,
         "backend": backend,
+        "predictions_sha256": dict(predictions_sha256 or {}),
         "template": controls.template,
         "system_prompt_sha256": controls.system_sha256(system_extra),
         "controls": asdict(controls),
@@ -130,6 +138,32 @@ def build_manifest(
     }
 
 
+def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a manifest that define the run's results, flat (controls and sampling unnested).
+
+    What the scores depend on: benchmark, categories, what generated (model, backend, digests of
+    replayed predictions), the controls (the system prompt by its sha256), sampling, seeds, the data
+    files' sha256 and the versions of the packages that score (`SCORING_PACKAGES`). The Python
+    version and the other packages are recorded in the manifest but do not block a resume."""
+    controls = {k: v for k, v in (manifest.get("controls") or {}).items() if k != "system_prompt"}
+    packages = manifest.get("packages") or {}
+    scoring = SCORING_PACKAGES.get(manifest.get("benchmark", ""), ("tooltune",))
+    return {
+        "command": "eval",
+        "benchmark": manifest.get("benchmark"),
+        "categories": manifest.get("categories"),
+        "model": manifest.get("model"),
+        "backend": manifest.get("backend"),
+        "predictions_sha256": manifest.get("predictions_sha256") or {},
+        "system_prompt_sha256": manifest.get("system_prompt_sha256"),
+        **controls,
+        **(manifest.get("sampling") or {}),
+        "seeds": manifest.get("seeds"),
+        "data_sha256": manifest.get("data_sha256"),
+        "packages": {name: packages.get(name) for name in scoring},
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # Resumable verdict log
 
@@ -137,35 +171,57 @@ def build_manifest(
 class VerdictLog:
     """Append-only `verdicts.jsonl`: one line per (seed, id), flushed as produced.
 
-    Reopening with `resume=True` keeps the finished lines (a torn last line from a crash is dropped)
-    and reports which (seed, id) pairs are done; without resume the file starts empty.
+    Reopening with `resume=True` keeps the finished lines and reports which (seed, id) pairs are done:
+    a torn last line from a kill is cut off before anything is appended, and a (seed, id) that
+    appears more than once counts once (its first line; the file is rewritten without the repeats
+    and without lines that are not verdicts). Without resume the file starts empty.
     """
 
     def __init__(self, path: str | os.PathLike, resume: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.records: list[dict[str, Any]] = []
+        self.done: set[tuple[Any, str]] = set()
         if resume and self.path.exists():
-            good = []
-            for line in self.path.read_text(encoding="utf-8").splitlines():
+            drop_torn_tail(self.path)
+            dropped = repeated = 0
+            for line in self.path.read_text(encoding="utf-8").split("\n"):  # not splitlines: U+2028
+                if not line.strip():
+                    continue
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:
-                    logger.warning("%s: dropping an unfinished line", self.path)
+                    rec = None
+                if not isinstance(rec, dict) or "id" not in rec:
+                    dropped += 1
                     continue
-                if isinstance(rec, dict) and "id" in rec:
-                    good.append(rec)
-            self.records = good
-            self.path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in good), "utf-8")
+                key = (rec.get("seed", 0), rec["id"])
+                if key in self.done:
+                    repeated += 1
+                    continue
+                self.done.add(key)
+                self.records.append(rec)
+            if dropped or repeated:
+                logger.warning("%s: dropping %d line(s) that are not verdicts and %d repeated (seed, id) "
+                               "line(s)", self.path, dropped, repeated)
+                tmp = self.path.with_name(f".{self.path.name}.tmp")
+                tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.records),
+                               encoding="utf-8")
+                os.replace(tmp, self.path)
         else:
             self.path.write_text("", encoding="utf-8")
-        self.done = {(r.get("seed", 0), r["id"]) for r in self.records}
         self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (held open while the run appends)
 
     def add(self, record: Mapping[str, Any]) -> None:
+        """Append one verdict; a (seed, id) already recorded is not recorded again."""
         rec = dict(record)
+        key = (rec.get("seed", 0), rec["id"])
+        if key in self.done:
+            logger.warning("%s: %s of seed %s is already recorded; not adding it again", self.path,
+                           key[1], key[0])
+            return
         self.records.append(rec)
-        self.done.add((rec.get("seed", 0), rec["id"]))
+        self.done.add(key)
         self._f.write(json.dumps(rec, ensure_ascii=False) + "\n")
         self._f.flush()
 

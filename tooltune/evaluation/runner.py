@@ -3,7 +3,14 @@
 Output folder: `verdicts.jsonl` (one line per seed and entry: {"id", "category", "valid", "error",
 "seed"}, appended as produced, so an interrupted run loses nothing and `resume=True` skips finished
 entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file, replayable),
-`summary.json` (scores of each seed, mean ± std over seeds, the formulas) and `manifest.json`.
+`summary.json` (scores of each seed, mean ± std over seeds, the formulas), `manifest.json` and
+`run.json` (the manifest fields that define the results, `protocol.run_identity`).
+
+One folder holds one run, written by one process (`tooltune.rundir`): the folder is locked while the
+run writes (another writer gets `RunFolderBusy`); a new run needs a new or empty folder, and
+`resume=True` continues only the run the folder holds, with the same settings (`RunMismatch` naming
+every difference otherwise). On resume, a line cut by a kill at the end of `verdicts.jsonl` or a
+`completions_seed<S>.jsonl` is dropped before appending, and each (seed, id) counts once.
 
 Defaults are the evaluation protocol, the same for the library and `tooltune eval`: `Sampling()`
 (temperature 0.7) over `RunOptions().seeds` (3) seeds. API-Bank and ACEBench data are read only from
@@ -12,6 +19,7 @@ a folder the caller names: `data_dir`, or else `$TOOLTUNE_DATA_DIR/<benchmark>`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -27,10 +35,11 @@ from tooltune.evaluation import acebench, apibank, bfcl
 from tooltune.evaluation.acebench import AgentConfig, run_agent
 from tooltune.evaluation.bfcl import FORMULAS, MULTI_TURN
 from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
-from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
+from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
 from tooltune.prompts import get_template, render_prompt
+from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +76,9 @@ class RunOptions:
     """One evaluation run besides its controls, sampling and backend (`tooltune eval <benchmark>` flags)."""
 
     out: str = option(
-        "", "Output folder: verdicts.jsonl, summary.json, manifest.json, report.md (required)."
+        "",
+        "Output folder: verdicts.jsonl, summary.json, manifest.json, run.json, report.md (required; new "
+        "or empty, or this run's folder with --resume).",
     )
     categories: str = option("", "Comma-separated categories or groups (empty = all).")
     seeds: int = option(
@@ -80,7 +91,11 @@ class RunOptions:
         f"Folder of the benchmark's files (empty = ${DATA_DIR_ENV}/<benchmark>); BFCL's data comes with "
         "bfcl-eval.",
     )
-    resume: bool = option(False, "Keep DIR/verdicts.jsonl and skip the entries already scored.")
+    resume: bool = option(
+        False,
+        "Continue the run in --out: keep its verdicts and skip the entries already scored; refused "
+        "when any setting that defines the results differs from the folder's run.json.",
+    )
     partial: bool = option(
         False, "With predictions: skip entries that have no prediction instead of failing them."
     )
@@ -213,6 +228,22 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size)
 
 
+def _write_json(path: Path, obj: Any) -> None:
+    """Write `obj` as JSON to `path` atomically (a kill leaves the old file or the new one)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def predictions_sha256(backend: Backend) -> str | None:
+    """sha256 of a replay backend's predictions (canonical JSON of id -> result); None for others."""
+    predictions = getattr(backend, "predictions", None)
+    if not isinstance(predictions, dict):
+        return None
+    text = json.dumps(predictions, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def evaluate(
     benchmark: str,
     backends: Backend | Sequence[tuple[int, Backend]],
@@ -232,7 +263,11 @@ def evaluate(
     `backends`: (seed, backend) pairs, or one backend for the protocol's seeds 0..RunOptions().seeds-1.
     Without `controls` / `sampling` the protocol defaults apply (`Controls()`, `Sampling()`: temperature
     0.7), the same as `tooltune eval` without flags. `data_dir`: see `benchmark_data_dir`.
-    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one)."""
+    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one).
+
+    `out_dir` must be new or empty, or hold this same run when `resume` is set (`rundir.RunMismatch`
+    otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when another process
+    holds it)."""
     controls, sampling = controls or Controls(), sampling or Sampling()
     if isinstance(backends, Backend):
         backends = [(s, backends) for s in range(RunOptions().seeds)]
@@ -243,28 +278,35 @@ def evaluate(
     names = ", ".join(b.name for _, b in backends)
     if user_backend is not None and prep.multi_turn:
         names += f" (user simulator: {user_backend.name})"
-    manifest = build_manifest(benchmark, cats, controls, seeds, model, names,
-                              prep.data_files, asdict(sampling) | {"partial": partial}, prep.system_extra)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    digests = {str(s): d for s, b in backends if (d := predictions_sha256(b)) is not None}
+    manifest = build_manifest(benchmark, cats, controls, seeds, model, names, prep.data_files,
+                              asdict(sampling) | {"partial": partial}, prep.system_extra, digests)
     n_items = len(prep.tasks) + len(prep.multi_turn)
-    with VerdictLog(out / "verdicts.jsonl", resume=resume) as log:
-        bar = _progress(n_items * len(backends) - len(log.done), benchmark) if show_progress else None
-        try:
-            for seed, backend in backends:
-                path = out / f"completions_seed{seed}.jsonl"
-                with open(path, "a" if resume else "w", encoding="utf-8") as f:
-                    run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend)
-        finally:
-            if bar is not None:
-                bar.close()
-        records = list(log.records)
-    per_seed = {s: prep.scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
-    summary = {"benchmark": benchmark, "seeds": seeds, "n_entries": n_items,
-               "scores": {k: v["mean"] for k, v in aggregate_seeds(per_seed).items()},
-               "mean_std": aggregate_seeds(per_seed), "per_seed": {str(s): v for s, v in per_seed.items()},
-               "skipped": prep.skipped or []}
-    if benchmark == "bfcl":
-        summary["formulas"] = FORMULAS
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    with RunLock(out):
+        resuming = check_identity(out, run_identity(manifest), resume)
+        if not resuming:
+            write_identity(out, run_identity(manifest))
+        if not resuming or not (out / "manifest.json").exists():  # a resumed run keeps its manifest
+            _write_json(out / "manifest.json", manifest)
+        with VerdictLog(out / "verdicts.jsonl", resume=resuming) as log:
+            bar = _progress(n_items * len(backends) - len(log.done), benchmark) if show_progress else None
+            try:
+                for seed, backend in backends:
+                    path = out / f"completions_seed{seed}.jsonl"
+                    if resuming:
+                        drop_torn_tail(path)
+                    with open(path, "a" if resuming else "w", encoding="utf-8") as f:
+                        run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend)
+            finally:
+                if bar is not None:
+                    bar.close()
+            records = list(log.records)
+        per_seed = {s: prep.scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
+        summary = {"benchmark": benchmark, "seeds": seeds, "n_entries": n_items,
+                   "scores": {k: v["mean"] for k, v in aggregate_seeds(per_seed).items()},
+                   "mean_std": aggregate_seeds(per_seed),
+                   "per_seed": {str(s): v for s, v in per_seed.items()}, "skipped": prep.skipped or []}
+        if benchmark == "bfcl":
+            summary["formulas"] = FORMULAS
+        _write_json(out / "summary.json", summary)
     return summary
