@@ -148,3 +148,25 @@ def test_acebench_entries_leave_out_sentence_answers_and_agents(shared_data_dir)
     assert all(i.gold == [] for i in by_cat["special_irrelevant"])
     assert all(i.gold for c, items in by_cat.items() if c.startswith("normal") for i in items)
     assert found.items[0].messages[0]["content"].endswith(SYSTEM_SUFFIX)  # rendered as evaluated
+
+
+def test_eval_ace_command_runs_end_to_end_and_refuses_another_run(tmp_path, found, picked, tiny_model_dir,
+                                                                  capsys):
+    from tooltune.cli import main
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(
+        json.dumps({"id": i.id, "result": render_answer(i.gold, "r2if", reasoning="Step1: GOOD")}) + "\n"
+        for i in list(picked.values())[:2]))
+    out = tmp_path / "ace"
+    argv = ["eval", "ace", "--benchmark", "bfcl", "--predictions", str(preds), "--template", "r2if",
+            "--categories", CATEGORIES, "--partial", "--student-model", str(tiny_model_dir),
+            "--k", "2", "--student-max-new-tokens", "8", "--out", str(out)]
+    assert main(argv) == 0
+    printed = json.loads(capsys.readouterr().out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n_entries"] >= 2 and printed["ace"] == summary["scores"]["ace"]
+    assert -1.0 <= printed["ace"] <= 1.0
+    assert len((out / ACE_FILE).read_text().splitlines()) == 2
+    assert main([*argv[:-2], "--template", "tool_n1", "--out", str(out), "--resume"]) == 2
+    assert "template" in capsys.readouterr().err

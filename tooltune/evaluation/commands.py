@@ -22,23 +22,31 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
 from tooltune.evaluation import acebench
+from tooltune.evaluation.ace import AceOptions, evaluate_ace
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import DataDirError, RunOptions, benchmark_data_dir, evaluate
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
 from tooltune.models import ModelLoadError
-from tooltune.rundir import RunFolderBusy, RunLock, RunMismatch
+from tooltune.rundir import RunFolderBusy, RunLock, RunMismatch, check_identity, write_identity
 
 BENCHMARK_HELP = {
     "bfcl": "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn).",
     "apibank": "API-Bank level-1 / level-2 API-call accuracy.",
     "acebench": "ACEBench normal + special categories (agent categories need a user-simulator endpoint).",
 }
+
+ACE_HELP = ("R2IF's ACE (mean R_cer) of a model's completions on a benchmark's single-turn entries, "
+            "measured with a student model.")
+STUDENT_FLAGS = ("model", "endpoint", "model_name", "device", "dtype", "batch_size", "api_key_env",
+                 "concurrency", "timeout", "retries")
+"""BackendConfig fields of the CER student, given as --student-model, --student-endpoint, ..."""
 
 USER_FLAGS = ("endpoint", "model_name", "api_key_env")
 """BackendConfig fields of the ACEBench user simulator, given as --user-endpoint, --user-model-name, ..."""
@@ -63,13 +71,30 @@ def _add_run_args(p: argparse.ArgumentParser, benchmark: str) -> None:
     p.set_defaults(func=_run, benchmark=benchmark)
 
 
+def _add_ace_args(p: argparse.ArgumentParser) -> None:
+    add = config_mechanism.add_arguments
+    p.add_argument("--benchmark", required=True, choices=tuple(BENCHMARK_HELP),
+                   help="the benchmark whose single-turn entries are measured")
+    add(p, RunOptions, exclude=("report",), group="run")
+    add(p, BackendConfig, exclude=("batch_size",), group="backend",
+        title="the evaluated model's completions (exactly one of --predictions FILE[,FILE...] (one per "
+              "seed), --model, --endpoint)")
+    add(p, Controls, group="controls", title="protocol controls: those the completions were made under")
+    add(p, Sampling, group="sampling")
+    add(p, BackendConfig, only=STUDENT_FLAGS, flag_prefix="student-", group="student",
+        title="the student (exactly one of --student-model, --student-endpoint)")
+    add(p, AceOptions, group="ace", title="ACE / CER settings (recorded in the manifest)")
+    p.set_defaults(func=_ace, benchmark=None)
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "eval", help="Evaluate on BFCL, API-Bank, ACEBench over seeds and controls.",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="eval_command", metavar="{bfcl,apibank,acebench,compare,report}")
+    sub = parser.add_subparsers(dest="eval_command", metavar="{bfcl,apibank,acebench,ace,compare,report}")
     for name, text in BENCHMARK_HELP.items():
         _add_run_args(sub.add_parser(name, help=text, description=text), name)
+    _add_ace_args(sub.add_parser("ace", help=ACE_HELP, description=ACE_HELP))
     cmp_ = sub.add_parser("compare", help="score differences of two runs; flags non-comparable manifests")
     cmp_.add_argument("run_a")
     cmp_.add_argument("run_b")
@@ -158,6 +183,37 @@ def _run(args: argparse.Namespace) -> int:
     print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], **headline}, indent=2))
     for s in summary.get("skipped") or []:
         print(f"skipped: {s}", file=sys.stderr)
+    return 0
+
+
+def _ace(args: argparse.Namespace) -> int:
+    given = config_mechanism.given_overrides
+    where = "tooltune eval ace"
+    try:
+        opts, controls, sampling, backend = _configs(args)
+        student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
+        student.source()
+        options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
+        data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+        backends = backend.seed_backends(opts.seeds)
+    except (DataDirError, ConfigError, ModelLoadError) as e:
+        print(f"{where}: {e}", file=sys.stderr)
+        return 2
+    identity = {"command": "eval ace", "benchmark": args.benchmark, "model": backend.label,
+                "student": student.label, "categories": opts.categories, "controls": asdict(controls),
+                "sampling": asdict(sampling), "ace": asdict(options), "seeds": opts.seeds}
+    try:
+        with RunLock(opts.out):
+            if not check_identity(opts.out, identity, opts.resume):
+                write_identity(opts.out, identity)
+            summary = evaluate_ace(args.benchmark, backends, student, opts.out, controls,
+                                   opts.categories or None, options, sampling, data_dir, resume=opts.resume,
+                                   partial=opts.partial, model=backend.label)
+    except (RunMismatch, RunFolderBusy) as e:
+        print(f"{where}: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], "ace": summary["scores"].get("ace"),
+                      "left_out": sorted(summary["left_out"])}, indent=2))
     return 0
 
 
