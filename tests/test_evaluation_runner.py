@@ -294,3 +294,25 @@ def test_library_evaluate_resumes_only_the_same_run(tmp_path, monkeypatch) -> No
     with pytest.raises(RunMismatch, match="pass --resume"):
         runner.evaluate("apibank", replay, out, show_progress=False)
     assert (out / "manifest.json").read_text() == manifest
+
+
+def test_a_chat_template_that_drops_earlier_reasoning_is_refused_where_history_exists(
+    shared_data_dir, tiny_model_dir
+) -> None:
+    from test_prompts import QWEN3_LIKE
+
+    from tooltune.evaluation.protocol import Controls
+    from tooltune.evaluation.runner import _check_reasoning_history, prepare
+    from tooltune.generation import HFBackend
+    from tooltune.prompts.chat_template import ReasoningHistoryLost
+
+    backend = HFBackend(tiny_model_dir)
+    backend.tokenizer.chat_template = QWEN3_LIKE
+    data = shared_data_dir / "acebench"
+    history = prepare("acebench", "normal_multi_turn_user_adjust", Controls(), data)
+    with pytest.raises(ReasoningHistoryLost, match="controls.keep_reasoning"):
+        _check_reasoning_history(history, [(0, backend)], Controls())
+    _check_reasoning_history(history, [(0, backend)], Controls(keep_reasoning=False))
+    _check_reasoning_history(history, [(0, backend)], Controls(history="context"))
+    single = prepare("acebench", "normal_single_turn_single_function", Controls(), data)
+    _check_reasoning_history(single, [(0, backend)], Controls())  # no earlier turn: nothing to lose

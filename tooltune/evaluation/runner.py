@@ -38,7 +38,7 @@ from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import get_template, render_prompt
+from tooltune.prompts import check_history_reasoning, get_template, render_prompt
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
@@ -244,6 +244,23 @@ def predictions_sha256(backend: Backend) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _check_reasoning_history(
+    prep: Prepared, backends: Sequence[tuple[int, Backend]], controls: Controls
+) -> None:
+    """Refuse a run whose record would say earlier reasoning is kept while the local model's chat template
+    drops it (only entries with earlier assistant turns are affected; an endpoint applies its template
+    server-side and cannot be checked)."""
+    has_history = bool(prep.multi_turn) or any(
+        m.get("role") == "assistant" for t in prep.tasks for m in t.messages)
+    if not has_history:
+        return
+    for _, backend in backends:
+        tokenizer = getattr(backend, "tokenizer", None)
+        if tokenizer is not None and getattr(tokenizer, "chat_template", None):
+            check_history_reasoning(tokenizer, controls.template, controls.keep_reasoning, controls.history,
+                                    where="controls.keep_reasoning")
+
+
 def evaluate(
     benchmark: str,
     backends: Backend | Sequence[tuple[int, Backend]],
@@ -273,6 +290,7 @@ def evaluate(
         backends = [(s, backends) for s in range(RunOptions().seeds)]
     out = Path(out_dir)
     prep = prepare(benchmark, categories, controls, data_dir, user_simulator=user_backend is not None)
+    _check_reasoning_history(prep, backends, controls)
     seeds = [s for s, _ in backends]
     cats = sorted({t.category for t in prep.tasks} | {e.category for e in prep.multi_turn})
     names = ", ".join(b.name for _, b in backends)
