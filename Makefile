@@ -24,7 +24,8 @@ DEMO_OUT ?= runs/quickstart
 BENCH ?= $(sort $(wildcard bench/*.py))
 
 # Everything that decides what gets installed; any change re-runs the installation.
-REQ_FILES := $(sort $(wildcard requirements/*.txt)) pyproject.toml
+# (requirements/verl.txt belongs to the separate verl-check environment below.)
+REQ_FILES := $(sort $(filter-out requirements/verl.txt,$(wildcard requirements/*.txt))) pyproject.toml
 REQ_HASH := $(shell cat $(REQ_FILES) 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(REQ_HASH)
 
@@ -33,7 +34,8 @@ STAMP := $(VENV)/.installed-$(REQ_HASH)
 help:
 	@echo "make demo    install pinned requirements into $(VENV) and run 'tooltune quickstart --out $(DEMO_OUT)'"
 	@echo "make test    install pinned requirements into $(VENV), run ruff and pytest"
-	@echo "make lint    ruff check tooltune tests bench"
+	@echo "make lint    ruff check tooltune tests bench scripts"
+	@echo "make verl-check  check configs/verl/*.yaml and the verl reward path with verl 0.9.1 (own env)"
 	@echo "make bench   run the benchmarks in bench/*.py (BENCH='bench/x.py ...' to choose)"
 	@echo "make lock    rewrite requirements/lock.txt from the packages now in $(VENV)"
 	@echo "make clean   remove caches and run outputs (keeps $(VENV)); make distclean also removes $(VENV)"
@@ -60,7 +62,7 @@ $(STAMP):
 	@touch $@
 
 lint: $(STAMP)
-	$(BIN)/ruff check tooltune tests $(wildcard bench)
+	$(BIN)/ruff check tooltune tests $(wildcard bench) $(wildcard scripts)
 
 test: lint
 	TOOLTUNE_DATA_DIR="$(TOOLTUNE_DATA_DIR)" $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
@@ -91,4 +93,27 @@ clean:
 	find tooltune tests $(wildcard bench) -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-verl
+
+# verl-check: configs/verl/*.yaml and tooltune's verl reward path checked by verl 0.9.1 itself
+# (scripts/verl_check.py: verl's config defaults + validate_config; export -> RLHFDataset -> reward loop
+# -> compute_score), offline on CPU, in its own environment: verl pins transformers<5.11, the main .venv
+# has 5.23. Installation is skipped when $(VERL_VENV) already holds exactly requirements/verl.txt.
+VERL_VENV ?= .venv-verl
+VERL_BIN := $(VERL_VENV)/bin
+VERL_PIP := $(VERL_BIN)/python -m pip
+VERL_REQ_HASH := $(shell cat requirements/verl.txt 2>/dev/null | sha256sum | cut -c1-16)
+VERL_STAMP := $(VERL_VENV)/.installed-$(VERL_REQ_HASH)
+
+.PHONY: verl-check
+verl-check: $(VERL_STAMP)
+	$(VERL_BIN)/python scripts/verl_check.py
+
+# torch first and on its own (the local CPU wheel), as for .venv.
+$(VERL_STAMP):
+	@test -x $(VERL_BIN)/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_PIP) install --quiet $(PIP_PIN)
+	$(VERL_PIP) install --quiet $(TORCH_PIN)
+	$(VERL_PIP) install --quiet -r requirements/verl.txt
+	@rm -f $(VERL_VENV)/.installed-*
+	@touch $@

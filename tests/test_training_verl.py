@@ -1,25 +1,42 @@
-"""verl launch settings: in sync with the presets, valid verl 0.9.1 keys, compute_score loaded by path.
+"""Presets and their verl launch settings.
 
-verl itself is not installed (it pins transformers < 5.11); its contract is checked instead: the
-override keys below exist in verl 0.9.1's `verl/trainer/config/_generated_ppo_trainer.yaml`, and the
-reward entry point is loaded from a file path and called as verl's reward loading does.
+Presets: every number in a paper preset says where it comes from (paper, authors' script, our choice);
+the recipes' numbers. verl settings: in sync with the presets, valid verl 0.9.1 keys, compute_score
+loaded by path. verl itself is not installed here (it pins transformers < 5.11): `make verl-check`
+(scripts/verl_check.py, in .venv-verl) runs verl's own config composition, `validate_config` and reward
+loop on these files; this suite checks the contract: the override keys below exist in verl 0.9.1's
+`verl/trainer/config/_generated_ppo_trainer.yaml`, the settings carry what `validate_config` needs, and
+the reward entry point is loaded from a file path and called as verl's reward loading does.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tooltune.training.config import ConfigError, load_config
-from tooltune.training.verl_launch import launch_command, launch_settings, reward_env, verl_overrides
+from tooltune.training.verl_launch import (
+    TRL_ONLY,
+    VERL_ENTRY,
+    launch_command,
+    launch_settings,
+    main,
+    reward_env,
+    verl_overrides,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-NAMES = ["tool_n1", "efficient_single_turn", "efficient_multi_turn", "r2if"]
+PRESETS = sorted(p for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith("quickstart"))
+"""The paper presets (configs/quickstart*.yaml configure `tooltune quickstart` instead)."""
+NAMES = [p.stem for p in PRESETS]
+SOURCES = ("paper", "authors' script", "our choice")
 
 # Keys present in verl 0.9.1's generated PPO trainer config (checked against the released wheel).
 VERL_091_KEYS = {
@@ -34,7 +51,9 @@ VERL_091_KEYS = {
     "actor_rollout_ref.actor.optim.lr_warmup_steps_ratio",
     "actor_rollout_ref.actor.optim.weight_decay",
     "actor_rollout_ref.actor.ppo_epochs",
+    "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
     "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.use_dynamic_bsz",
     "actor_rollout_ref.actor.use_kl_loss",
     "actor_rollout_ref.model.path",
     "actor_rollout_ref.rollout.n",
@@ -167,3 +186,167 @@ def test_compute_score_loads_by_path_with_the_preset_reward(monkeypatch: pytest.
     out = fn("tooltune", good, json.dumps(gold), {"index": 0})
     assert out["score"] == 1.0 and out["format"] == 1.0
     assert fn("tooltune", good.replace('"x": 1', '"x": 2'), json.dumps(gold), {"index": 0})["score"] == 0.0
+
+
+# --- presets: where every number comes from ------------------------------------------------------
+
+
+def _numbers(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    if isinstance(value, dict):
+        return any(_numbers(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_numbers(v) for v in value)
+    return False
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=[p.stem for p in PRESETS])
+def test_every_number_in_a_preset_says_where_it_comes_from(path: Path) -> None:
+    cfg = load_config(path)  # and it loads and validates
+    assert cfg.name == path.stem
+    unsourced = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = re.match(r"^\s*[\w.]+:\s*(?P<value>[^#]*?)\s*(?:#\s*(?P<comment>.*))?$", line)
+        if not m or not m["value"]:
+            continue
+        if _numbers(yaml.safe_load(m["value"])) and not any(s in (m["comment"] or "") for s in SOURCES):
+            unsourced.append(f"{path.name}:{n}: {line.strip()}")
+    assert not unsourced, "numbers without 'paper', \"authors' script\" or 'our choice':\n" + "\n".join(
+        unsourced
+    )
+    header = path.read_text(encoding="utf-8").split("\nname:")[0]
+    assert all(s in header for s in ("paper", "our choice")), "the header says what each source means"
+
+
+def test_tool_n1_numbers_from_the_authors_script_are_labelled_so() -> None:
+    cfg = load_config(REPO / "configs/tool_n1.yaml")
+    assert (cfg.grpo.num_generations, cfg.grpo.epochs) == (5, 7)
+    assert (cfg.data.max_prompt_tokens, cfg.grpo.max_completion_length) == (4096, 8192)
+    assert cfg.grpo.prompts_per_update == 256  # verl's default ppo_mini_batch_size in the authors' run
+    lines = {
+        line.split(":")[0].strip(): line
+        for line in (REPO / "configs/tool_n1.yaml").read_text().splitlines()
+        if not line.lstrip().startswith("#")
+    }
+    for key in ("num_generations", "epochs", "max_prompt_tokens", "max_completion_length"):
+        assert "authors' script" in lines[key] and "# paper" not in lines[key], lines[key]
+    for key in ("prompts_per_step", "learning_rate", "temperature", "beta", "entropy_coef"):
+        assert "paper:" in lines[key], lines[key]
+
+
+def test_efficient_presets_techniques_and_baseline() -> None:
+    st = load_config(REPO / "configs/efficient_single_turn.yaml")
+    assert st.filter.enabled and not st.downsample.enabled  # App. F: down-sampling does not help single-turn
+    mt = load_config(REPO / "configs/efficient_multi_turn.yaml")
+    van = load_config(REPO / "configs/efficient_multi_turn_vanilla.yaml")
+    assert mt.filter.enabled and mt.downsample.enabled and mt.grpo.num_generations == 16
+    assert not van.filter.enabled and not van.downsample.enabled
+    assert van.grpo.num_generations == mt.downsample.m == 8  # both update on 8 rollouts per prompt
+    same = ("model", "data", "reward", "diagnostics")
+    assert all(getattr(van, k) == getattr(mt, k) for k in same)
+    assert {**vars(van.grpo), "num_generations": 16} == vars(mt.grpo)
+
+
+# --- verl presets: what verl 0.9.1's validate_config needs, the authors' numbers, TRL-only notes --
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_verl_presets_pass_what_validate_config_checks(name: str) -> None:
+    text = (REPO / "configs/verl" / f"{name}.yaml").read_text()
+    o = yaml.safe_load(text)["overrides"]
+    a = "actor_rollout_ref.actor"
+    # without dynamic batch sizes verl 0.9.1 needs ppo_micro_batch_size(_per_gpu) and both
+    # log_prob_micro_batch_size(_per_gpu); with them (ref and rollout follow the actor) it needs none
+    assert o[f"{a}.use_dynamic_bsz"] is True
+    assert not any("micro_batch_size" in k for k in o)
+    assert o[f"{a}.ppo_max_token_len_per_gpu"] >= o["data.max_prompt_length"] + o["data.max_response_length"]
+    assert o["data.train_batch_size"] >= o[f"{a}.ppo_mini_batch_size"]
+    assert o["data.train_batch_size"] % o[f"{a}.ppo_mini_batch_size"] == 0
+    assert o["data.filter_overlong_prompts"] is True  # drop, never left-truncate, a prompt over the limit
+    assert "make verl-check" in text
+
+
+def test_tool_n1_verl_preset_is_the_authors_script() -> None:
+    o = yaml.safe_load((REPO / "configs/verl/tool_n1.yaml").read_text())["overrides"]
+    a, r = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+    assert (o["data.max_prompt_length"], o["data.max_response_length"]) == (4096, 8192)
+    assert (o["trainer.total_epochs"], o[f"{r}.n"], o["data.train_batch_size"]) == (7, 5, 1024)
+    assert (o[f"{a}.use_dynamic_bsz"], o[f"{a}.ppo_max_token_len_per_gpu"]) == (True, 30720)
+    assert (o[f"{a}.ppo_mini_batch_size"], o[f"{a}.optim.lr"], o[f"{r}.temperature"]) == (256, 1e-6, 0.7)
+    kl = (o[f"{a}.use_kl_loss"], o[f"{a}.kl_loss_coef"], o[f"{a}.kl_loss_type"])
+    assert kl == (True, 1e-3, "low_var_kl")
+    assert (o[f"{a}.entropy_coeff"], o[f"{a}.clip_ratio_low"], o[f"{a}.clip_ratio_high"]) == (0, 0.2, 0.2)
+    assert o[f"{a}.loss_agg_mode"] == "token-mean"
+    assert (o["trainer.save_freq"], o["trainer.test_freq"]) == (10, 10)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_verl_presets_say_plainly_which_techniques_they_lack(name: str) -> None:
+    cfg = load_config(REPO / "configs" / f"{name}.yaml")
+    text = (REPO / "configs/verl" / f"{name}.yaml").read_text()
+    lacks = [k for k in TRL_ONLY if getattr(cfg, k).enabled]
+    assert yaml.safe_load(text).get("trl_only", []) == lacks
+    header = text.split("\nsource:")[0]
+    if lacks:
+        assert "TRL-only" in header and "WITHOUT" in header
+        assert all(TRL_ONLY[k] in header for k in lacks)
+    else:
+        assert "TRL-only" not in header
+
+
+def test_launch_notes_the_trl_only_techniques(capsys: pytest.CaptureFixture) -> None:
+    assert main(["configs/verl/efficient_multi_turn.yaml"]) == 0
+    out = capsys.readouterr()
+    assert "TRL-only" in out.err and "pre-rollout filtering" in out.err and "down-sampling" in out.err
+    assert out.out.startswith("TOOLTUNE_REWARD=")
+    assert main(["configs/verl/efficient_multi_turn_vanilla.yaml"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_docs_state_sources_and_trl_only() -> None:
+    doc = (REPO / "docs/training.md").read_text()
+    presets = doc.split("## Presets")[1].split("\n## ")[0]
+    n1_row = next(line for line in presets.splitlines() if line.startswith("| `tool_n1.yaml`"))
+    assert "authors' script" in n1_row and "n 5" in n1_row.split("authors' script")[1]
+    assert "`efficient_multi_turn_vanilla.yaml`" in presets
+    verl = doc.split("\n## verl")[1]
+    assert "TRL-only" in verl and "make verl-check" in verl
+
+
+# --- make verl-check: its inputs, checked without verl --------------------------------------------
+
+
+def test_verl_check_composes_exactly_the_printed_command() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import verl_check  # imports verl only inside its checks
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    settings = launch_settings("configs/tool_n1.yaml")
+    tokens = verl_check.overrides_of(settings, "t.parquet", "v.parquet")
+    # what the shell passes: a backslash-newline only continues the line
+    printed = [t for t in shlex.split(launch_command(settings, "t.parquet", "v.parquet")) if t != "\n"]
+    assert tokens == printed[printed.index(VERL_ENTRY) + 1 :]
+    assert len(tokens) == len(settings["overrides"]) + 4
+    assert "actor_rollout_ref.actor.use_dynamic_bsz=True" in tokens
+    spec, best = verl_check.reward_spec(launch_settings("configs/r2if.yaml"))
+    assert spec["components"] == {"binary": 3.0} and best == 3.0  # CER/SMV need models verl-check lacks
+
+
+def test_verl_environment_is_pinned() -> None:
+    lines = [
+        line
+        for line in (REPO / "requirements/verl.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.+]+", line) for line in lines), lines
+    pins = dict(line.lower().split("==") for line in lines)
+    assert (pins["verl"], pins["torch"]) == ("0.9.1", "2.13.0")
+    major, minor = map(int, pins["transformers"].split(".")[:2])
+    assert (5, 5) <= (major, minor) < (5, 11)  # verl 0.9.1: transformers>=5.5.3,<5.11
+    makefile = (REPO / "Makefile").read_text()
+    assert "verl-check:" in makefile and "scripts/verl_check.py" in makefile
+    assert "requirements/verl.txt" in makefile and ".venv-verl" in (REPO / ".gitignore").read_text()

@@ -8,6 +8,7 @@ mapping with the fields of `tooltune.training.config.RewardConfig`), the environ
 `TOOLTUNE_REWARD` (a preset name, or a JSON object of those fields), or the `tool_n1` preset. The
 template defaults to `extra_info["template"]` (then "tool_n1"). `extra_info` fields `tools`, `meta`,
 `sample_id`, `prompt` and `category` are passed to the components that need them (SMV, CER).
+`make verl-check` scores exported samples through verl 0.9.1's own reward loop with this function.
 """
 
 from __future__ import annotations

@@ -10,10 +10,20 @@ it lives in its own environment). The flow on a cluster:
 
 which prints `TOOLTUNE_REWARD=... python3 -m verl.trainer.main_ppo key=value ...`. Rewards come from
 `tooltune.training.verl:compute_score` (reward.custom_reward_function) with the preset's reward
-composition passed in the TOOLTUNE_REWARD environment variable. Online pre-rollout filtering and
-down-sampling are not verl features: `tooltune.training.selection` holds them as engine-independent
-functions for a custom verl sampler; `downsample.drop_zero_variance` maps to verl's DAPO group filter
+composition passed in the TOOLTUNE_REWARD environment variable.
+
+Online pre-rollout filtering and max-variance down-sampling are TRL-only: verl has neither, and
+tooltune does not plug them into verl. A preset that enables them gets a verl file with the same
+hyper-parameters and without the techniques (its `trl_only` field names them, and the printed command
+is preceded by a note on stderr). `downsample.drop_zero_variance` maps to verl's DAPO group filter
 (which, unlike tooltune, refills the batch with fresh prompts).
+
+Every verl file sets `actor.use_dynamic_bsz=True` (token-budget micro-batches for the actor, reference
+and rollout log-prob passes, as the Tool-N1 authors' verl script does): verl's `validate_config` refuses
+a config with neither dynamic batch sizes nor micro-batch sizes. Prompts longer than
+`data.max_prompt_length` are dropped when the data is loaded (`data.filter_overlong_prompts=True`, what
+the Tool-N1 authors' verl did): verl 0.9.1 otherwise left-truncates them in the rollout, cutting the
+system prompt that lists the tools.
 """
 
 from __future__ import annotations
@@ -37,6 +47,18 @@ LOSS_AGG = {
     "grpo": "seq-mean-token-mean",
     "dr_grpo": "seq-mean-token-sum-norm",
 }
+# verl's default `data.max_prompt_length` stand-in when a preset sets no `data.max_prompt_tokens`, and
+# verl's default per-GPU token budget for dynamic batch sizes (raised to fit one whole sequence).
+DEFAULT_MAX_PROMPT_LENGTH = 2048
+DEFAULT_MAX_TOKEN_LEN_PER_GPU = 16384
+# Settings from a paper's own verl launch script that no tooltune config key expresses, by preset name.
+AUTHORS_SCRIPT_OVERRIDES: dict[str, dict[str, Any]] = {
+    # Tool-N1 authors' verl script: actor_rollout_ref.actor.ppo_max_token_len_per_gpu=30720
+    "tool_n1": {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu": 30720},
+}
+# Preset sections verl does not carry (TRL-only techniques) -> what they are.
+TRL_ONLY = {"filter": "online pre-rollout filtering", "downsample": "max-variance rollout down-sampling"}
+TRL_ONLY_NOTE = "TRL-only, not in this verl run (it trains on every prompt and every rollout)"
 
 
 def verl_overrides(cfg: TrainConfig, reward_path: str = "tooltune/training/verl.py") -> dict[str, Any]:
@@ -47,21 +69,26 @@ def verl_overrides(cfg: TrainConfig, reward_path: str = "tooltune/training/verl.
             f"grpo.loss_type: {g.loss_type!r} has no verl equivalent; choose one of {sorted(LOSS_AGG)}"
         )
     a, r = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
+    prompt_len = d.max_prompt_tokens or DEFAULT_MAX_PROMPT_LENGTH
     out: dict[str, Any] = {
         "algorithm.adv_estimator": "grpo",
         "algorithm.norm_adv_by_std_in_grpo": g.scale_rewards != "none",
         # KL is a loss term (Tool-N1: k3 estimator), not a reward penalty
         "algorithm.use_kl_in_reward": False,
         "data.train_batch_size": g.prompts_per_step,
-        "data.max_prompt_length": d.max_prompt_tokens or 2048,
+        "data.max_prompt_length": prompt_len,
         "data.max_response_length": g.max_completion_length,
-        "data.filter_overlong_prompts": bool(d.max_prompt_tokens),
+        "data.filter_overlong_prompts": True,  # drop, do not left-truncate, prompts over the limit
         "actor_rollout_ref.model.path": cfg.model.name_or_path,
         f"{a}.optim.lr": g.learning_rate,
         f"{a}.optim.weight_decay": g.weight_decay,
         f"{a}.optim.lr_warmup_steps_ratio": g.warmup_ratio,
         f"{a}.ppo_mini_batch_size": g.prompts_per_update or g.prompts_per_step,
         f"{a}.ppo_epochs": g.num_iterations,
+        f"{a}.use_dynamic_bsz": True,
+        f"{a}.ppo_max_token_len_per_gpu": max(
+            DEFAULT_MAX_TOKEN_LEN_PER_GPU, prompt_len + g.max_completion_length
+        ),
         f"{a}.use_kl_loss": g.beta > 0,
         f"{a}.kl_loss_coef": g.beta,
         f"{a}.kl_loss_type": "low_var_kl",  # the k3 estimator, as TRL's beta term
@@ -90,7 +117,13 @@ def verl_overrides(cfg: TrainConfig, reward_path: str = "tooltune/training/verl.
     if cfg.downsample.enabled and cfg.downsample.drop_zero_variance:
         out["algorithm.filter_groups.enable"] = True
         out["algorithm.filter_groups.metric"] = "reward"  # DAPO refills the dropped groups with new prompts
+    out.update(AUTHORS_SCRIPT_OVERRIDES.get(cfg.name, {}))
     return out
+
+
+def trl_only(cfg: TrainConfig) -> list[str]:
+    """The TRL-only techniques (`TRL_ONLY` keys) this preset enables: its verl launch does not carry them."""
+    return [key for key in TRL_ONLY if getattr(cfg, key).enabled]
 
 
 def reward_env(cfg: TrainConfig) -> dict[str, str]:
@@ -109,7 +142,11 @@ def reward_env(cfg: TrainConfig) -> dict[str, str]:
 def launch_settings(config_path: str | Path) -> dict[str, Any]:
     """The content of configs/verl/<name>.yaml for a tooltune preset."""
     cfg = load_config(config_path)
-    return {"source": str(config_path), "env": reward_env(cfg), "overrides": verl_overrides(cfg)}
+    settings: dict[str, Any] = {"source": str(config_path)}
+    if trl_only(cfg):
+        settings["trl_only"] = trl_only(cfg)
+    settings.update(env=reward_env(cfg), overrides=verl_overrides(cfg))
+    return settings
 
 
 def _value(v: Any) -> str:
@@ -162,18 +199,31 @@ def main(argv: list[str] | None = None) -> int:
         write_settings(args.settings, args.write)
         print(f"wrote {args.write}")
         return 0
+    if settings.get("trl_only"):
+        names = ", ".join(TRL_ONLY.get(k, k) for k in settings["trl_only"])
+        print(f"note: {names}: {TRL_ONLY_NOTE}", file=sys.stderr)
     print(launch_command(settings, args.train_files, args.val_files, args.nnodes, args.gpus, extra))
     return 0
 
 
 def write_settings(config_path: str | Path, out: str | Path) -> None:
     name = Path(config_path).stem
-    header = (
-        f"# verl 0.9.1 launch settings for configs/{name}.yaml (the same recipe on verl).\n"
+    settings = launch_settings(config_path)
+    if settings.get("trl_only"):
+        names = " and ".join(TRL_ONLY[k] for k in settings["trl_only"])
+        header = (
+            f"# verl 0.9.1 launch settings for configs/{name}.yaml WITHOUT its {names}.\n"
+            "# Pre-rollout filtering and down-sampling are TRL-only: verl has neither and tooltune does\n"
+            "# not add them to it, so this is the preset's hyper-parameters on every prompt and rollout.\n"
+        )
+    else:
+        header = f"# verl 0.9.1 launch settings for configs/{name}.yaml (the same recipe on verl).\n"
+    header += (
         f"# Generated: python -m tooltune.training.verl_launch configs/{name}.yaml --write {out}\n"
         f"# Launch:    python -m tooltune.training.verl_launch {out} --train-files F --nnodes N --gpus G\n"
+        "# Checked:   make verl-check (verl's own config defaults + validate_config, reward path on CPU)\n"
     )
-    body = yaml.safe_dump(launch_settings(config_path), sort_keys=False, width=200)
+    body = yaml.safe_dump(settings, sort_keys=False, width=200)
     Path(out).write_text(header + body, encoding="utf-8")
 
 

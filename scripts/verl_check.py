@@ -1,0 +1,252 @@
+"""`make verl-check`: the verl presets and tooltune's verl reward path, checked by verl 0.9.1 itself.
+
+Runs in the separate verl environment (`.venv-verl`, pinned in requirements/verl.txt), from the
+repository root, offline, on CPU:
+
+(a) config: for every configs/verl/*.yaml, the `key=value` overrides that
+    `python -m tooltune.training.verl_launch` prints are composed by Hydra onto verl's own
+    `ppo_trainer` config, as `python -m verl.trainer.main_ppo` does; then verl's `validate_config`
+    runs, the actor and rollout sections are built into verl's config dataclasses, the interpolations
+    are resolved, and every override must read back with the preset's value.
+(b) reward: per preset, synthetic samples (`tooltune.data.synthetic`) are exported with the preset's
+    template and history settings to verl parquet (what `tooltune data export --format verl` does),
+    loaded by verl's `RLHFDataset` (with its overlong-prompt filter) under a tokenizer trained here,
+    and scored by verl's reward loop (`RewardLoopWorker` -> the "naive" reward manager ->
+    `reward.custom_reward_function` = tooltune/training/verl.py:compute_score). Each gold completion
+    must score the reward's maximum; each completion calling a tool that does not exist must score
+    less. R2IF's CER and SMV components need a student model and a sentence-embedding model, which
+    this environment does not hold: its reward is checked on its binary term (weight 3) in its own
+    template.
+
+Exit status 0 when everything passes; otherwise the failures are listed and the status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tooltune from this checkout (verl loads compute_score by file path too)
+
+import yaml  # noqa: E402
+
+from tooltune.training.verl_launch import VERL_ENTRY, launch_command  # noqa: E402
+
+# Reward components whose models this environment does not hold (see the module docstring).
+OFFLINE_UNAVAILABLE = ("cer", "smv")
+
+
+def overrides_of(settings: dict[str, Any], train_files: str, val_files: str) -> list[str]:
+    """The hydra overrides of the command `verl_launch` prints for `settings` (1 node x 8 GPUs)."""
+    tokens = shlex.split(launch_command(settings, train_files, val_files).replace("\\\n", " "))
+    return tokens[tokens.index(VERL_ENTRY) + 1 :]
+
+
+def compose(overrides: list[str]) -> Any:
+    """verl's trainer config with `overrides`, composed as `verl.trainer.main_ppo` does."""
+    import verl
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    config_dir = Path(verl.__file__).parent / "trainer" / "config"
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        return hydra_compose(config_name="ppo_trainer", overrides=overrides)
+
+
+def check_config(name: str, settings: dict[str, Any]) -> Any:
+    """(a): compose, validate_config, dataclasses, resolve, read back. Returns the composed config."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+    config = compose(overrides_of(settings, "train.parquet", "val.parquet"))
+    validate_config(
+        config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
+    )
+    omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+    omega_conf_to_dataclass(config.algorithm)
+    resolved = OmegaConf.create(OmegaConf.to_container(config, resolve=True))  # as verl's TaskRunner does
+    for key, want in settings["overrides"].items():
+        got = OmegaConf.select(resolved, key)
+        got = OmegaConf.to_container(got) if OmegaConf.is_config(got) else got
+        if got != want:
+            raise AssertionError(f"{key}: verl's config holds {got!r}, the preset {want!r}")
+    for section in ("ref", "rollout"):  # the log-prob passes follow the actor's dynamic batch sizes
+        if resolved.actor_rollout_ref[section].log_prob_use_dynamic_bsz is not True:
+            raise AssertionError(f"actor_rollout_ref.{section}.log_prob_use_dynamic_bsz is not true")
+    return config
+
+
+def train_tokenizer_dir(texts: list[str], out: Path) -> Path:
+    """A byte-level BPE tokenizer with a chat template, trained on `texts` and saved (no hub)."""
+    from tooltune.models.tokenizer import train_tokenizer
+
+    tok = train_tokenizer(texts, vocab_size=600)
+    tok.save_pretrained(str(out))
+    return out
+
+
+def reward_spec(settings: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    """The TOOLTUNE_REWARD checked for a preset and the score its gold completions must reach."""
+    spec = json.loads(settings["env"]["TOOLTUNE_REWARD"])
+    comps = {k: w for k, w in spec["components"].items() if k not in OFFLINE_UNAVAILABLE}
+    spec = {**spec, "components": comps, "params": {}}
+    return spec, float(sum(comps.values()))
+
+
+def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int) -> str:
+    """(b): export, RLHFDataset, reward loop; returns a one-line summary."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.experimental.reward_loop import RewardLoopWorker
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl.utils.ray_utils import get_event_loop
+
+    from tooltune.data.export import export
+    from tooltune.data.synthetic import SynthConfig, write
+    from tooltune.prompts.render import render_target
+    from tooltune.prompts.templates import render_answer
+    from tooltune.schema import ToolCall, read_jsonl
+    from tooltune.training.config import load_config
+
+    preset = load_config(REPO / settings["source"])
+    template = preset.reward.template or preset.data.template
+    folder = work / name
+    folder.mkdir(parents=True)
+    jsonl, parquet = folder / "samples.jsonl", folder / "train.parquet"
+    write(SynthConfig(n=n_samples, seed=0), str(jsonl))
+    export(
+        [str(jsonl)],
+        "verl",
+        str(parquet),
+        template=template,
+        history=preset.data.history,
+        keep_reasoning=preset.data.keep_reasoning,
+    )
+    samples = {s.id: s for s in read_jsonl(str(jsonl))}
+    gold = {sid: render_target(s, template) for sid, s in samples.items()}
+    wrong = render_answer([ToolCall("no_such_tool", {})], template)
+
+    spec, best = reward_spec(settings)
+    os.environ["TOOLTUNE_REWARD"] = json.dumps(spec)
+    import pyarrow.parquet as pq
+
+    prompts_text = [
+        m["content"] for msgs in pq.read_table(parquet).column("prompt").to_pylist() for m in msgs
+    ]
+    tok_dir = train_tokenizer_dir([*prompts_text, *gold.values(), wrong], folder / "tokenizer")
+    config = compose(
+        overrides_of(settings, str(parquet), str(parquet))
+        + [f"actor_rollout_ref.model.path={tok_dir}", "data.filter_overlong_prompts_workers=1"]
+    )
+    worker = RewardLoopWorker(config)  # loads the tokenizer and compute_score the way verl's workers do
+    tok = worker.input_tokenizer
+    dataset = RLHFDataset(data_files=[str(parquet)], tokenizer=tok, config=config.data)
+    if len(dataset) != len(samples):
+        raise AssertionError(f"RLHFDataset kept {len(dataset)} of {len(samples)} rows")
+
+    rows, expected = [], []
+    for i in range(len(dataset)):
+        row = dataset[i]
+        sid = row["extra_info"]["sample_id"]
+        for text, want_best in ((gold[sid], True), (wrong, False)):
+            rows.append((row, text))
+            expected.append(want_best)
+
+    prompt_ids = [
+        tok.encode(tok.apply_chat_template(r["raw_prompt"], add_generation_prompt=True, tokenize=False))
+        for r, _ in rows
+    ]
+    response_ids = [tok.encode(text + tok.eos_token, add_special_tokens=False) for _, text in rows]
+    plen, rlen, pad = max(map(len, prompt_ids)), max(map(len, response_ids)), tok.pad_token_id
+    prompts = torch.full((len(rows), plen), pad, dtype=torch.long)
+    responses = torch.full((len(rows), rlen), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), plen + rlen), dtype=torch.long)
+    for j, (p, r) in enumerate(zip(prompt_ids, response_ids)):
+        prompts[j, plen - len(p) :] = torch.tensor(p)  # prompts left-padded, responses right-padded
+        responses[j, : len(r)] = torch.tensor(r)
+        mask[j, plen - len(p) : plen + len(r)] = 1
+    non_tensors = {
+        key: np.array([r[key] for r, _ in rows], dtype=object)
+        for key in ("data_source", "reward_model", "extra_info", "raw_prompt")
+    }
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": prompts,
+            "responses": responses,
+            "input_ids": torch.cat([prompts, responses], dim=1),
+            "attention_mask": mask,
+        },
+        non_tensors=non_tensors,
+    )
+    outputs = get_event_loop().run_until_complete(worker.compute_score_batch(data))
+    scores = [float(o["reward_score"]) for o in outputs]
+    rm_scores = type(worker.reward_manager).assemble_rm_scores(data, scores)
+    if not torch.allclose(rm_scores.sum(dim=1), torch.tensor(scores)):
+        raise AssertionError("assemble_rm_scores does not carry the scores")
+    bad = [
+        f"{rows[j][0]['extra_info']['sample_id']} ({'gold' if want else 'wrong'}): {s}"
+        for j, (s, want) in enumerate(zip(scores, expected))
+        if (abs(s - best) > 1e-9 if want else s >= best)
+    ]
+    if bad:
+        raise AssertionError(f"scores off (gold must be {best}, wrong below it): " + "; ".join(bad[:5]))
+    comps = sorted(k for k in outputs[0]["reward_extra_info"] if k != "score")
+    return (
+        f"{len(dataset)} rows, template {template}, components {comps}: "
+        f"gold {best:g}, wrong {max(s for s, w in zip(scores, expected) if not w):g}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="scripts/verl_check.py", description=__doc__.split("\n")[0])
+    p.add_argument("presets", nargs="*", help="configs/verl/*.yaml (default: all)")
+    p.add_argument("--samples", type=int, default=12, help="synthetic samples per preset")
+    args = p.parse_args(argv)
+    os.chdir(REPO)  # reward.custom_reward_function.path is relative to the repository root
+    paths = [Path(x) for x in args.presets] or sorted((REPO / "configs" / "verl").glob("*.yaml"))
+    failures = []
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="verl-check-") as tmp:
+        os.environ.update(
+            HF_HUB_OFFLINE="1",  # no hub: the tokenizer is trained here
+            HF_DATASETS_CACHE=str(Path(tmp) / "hf-datasets"),  # verl reads parquet through `datasets`
+            HF_DATASETS_DISABLE_PROGRESS_BARS="1",
+            TOKENIZERS_PARALLELISM="false",
+        )
+        warnings.filterwarnings("ignore", message="Disabled critic")  # GRPO has no critic, as intended
+        import verl
+
+        print(f"verl {verl.__version__} (imported in {time.time() - t0:.1f} s)")
+        for path in paths:
+            name = path.stem
+            settings = yaml.safe_load(path.read_text(encoding="utf-8"))
+            for part in ("config", "reward"):
+                t = time.time()
+                try:
+                    if part == "config":
+                        check_config(name, settings)
+                        msg = "verl's defaults + these overrides pass validate_config"
+                    else:
+                        msg = check_reward(name, settings, Path(tmp), args.samples)
+                    print(f"ok    {name:30s} {part:6s} {msg} ({time.time() - t:.1f} s)")
+                except Exception as e:  # report every preset, then fail
+                    failures.append(f"{name} {part}: {type(e).__name__}: {e}")
+                    print(f"FAIL  {name:30s} {part:6s} {type(e).__name__}: {e}")
+    print(f"verl-check: {len(paths)} presets in {time.time() - t0:.0f} s")
+    print(f"{len(paths) * 2 - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
