@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,7 @@ from tooltune.data.export import export, to_hf_dataset, to_trl_rows, to_verl_row
 from tooltune.data.synthetic import SynthConfig, write
 from tooltune.prompts import render_prompt
 from tooltune.rewards import binary_reward
-from tooltune.schema import Sample, read_jsonl
+from tooltune.schema import Sample, SchemaError, read_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +69,30 @@ def test_jsonl_export_round_trip(samples, tmp_path: Path):
     assert [s.to_dict() for s in read_jsonl(str(tmp_path / "b.jsonl"))] == [s.to_dict() for s in samples]
     with pytest.raises(ValueError):
         export([str(src)], "csv", str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize(
+    "hostile, cause",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nesting deeper than 100"),
+        (b'{"id": "x", "n": ' + b"9" * 5000 + b"}", "4300 digits"),
+        (b'{"id": "x", "answer": [{"name": "f", "arguments": {"a": NaN}}]}', "NaN is not a finite number"),
+        (b'{"id": "\xff"}', "not valid UTF-8"),
+    ],
+)
+def test_export_names_file_and_line_of_a_hostile_record(samples, tmp_path: Path, hostile, cause):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(samples[0].to_json().encode() + b"\n" + hostile + b"\n")
+    for fmt in ("jsonl", "verl"):
+        out = tmp_path / f"out.{fmt}"
+        with pytest.raises(SchemaError, match=rf"in\.jsonl:2: .*{cause}"):
+            export([str(src)], fmt, str(out))
+        assert not out.exists()  # every input is read before anything is written
+
+
+@pytest.mark.parametrize("content", [gzip.compress(b'{"id": "x"}\n'), random.Random(1).randbytes(4096)])
+def test_export_refuses_a_binary_file_naming_it(tmp_path: Path, content):
+    src = tmp_path / "blob.jsonl"
+    src.write_bytes(content)
+    with pytest.raises(SchemaError, match=r"blob\.jsonl:1: not valid"):
+        export([str(src)], "jsonl", str(tmp_path / "out.jsonl"))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tooltune.data.pipeline import PrepareConfig, check_sample, prepare, split_of
-from tooltune.data.sources import DataFileError
+from tooltune.data.sources import DataFileError, get_source
 from tooltune.data.synthetic import SynthConfig, write
 from tooltune.data.validate import validate_path
 from tooltune.schema import Sample, read_jsonl
@@ -43,6 +45,42 @@ BAD = {
 
 
 RECORD_LEVEL = ("answer_json_error", "missing_field", "tools_json_error")
+
+
+def _line(record: dict) -> bytes:
+    return json.dumps(record).encode()
+
+
+def _unit(value: str) -> bytes:
+    """A GOOD line whose answer (JSON text) passes `value` as the `unit` argument."""
+    answers = '[{"name": "get_weather", "arguments": {"city": "Austin, TX", "unit": ' + value + "}}]"
+    return _line({**GOOD, "answers": answers})
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+HOSTILE = [
+    # (reason, level, raw JSONL line): one hostile record among good ones
+    pytest.param("too_deep", "record", DEEP, id="deep line"),
+    pytest.param("too_deep", "record", _line({**GOOD, "answers": DEEP.decode()}), id="deep answers text"),
+    pytest.param("too_deep", "sample", _unit("[" * 150 + "]" * 150), id="deep arguments"),
+    pytest.param(
+        "huge_integer", "record", _line(GOOD)[:-1] + b', "n": ' + b"9" * 5000 + b"}", id="huge int in line"
+    ),
+    pytest.param("huge_integer", "record", _unit("9" * 5000), id="huge argument"),
+    pytest.param("invalid_utf8", "record", _line(GOOD).replace(b"Austin?", b"Austin\xff?"), id="bad utf-8"),
+    pytest.param("non_finite_number", "record", _unit("NaN"), id="NaN"),
+    pytest.param("non_finite_number", "record", _unit("-Infinity"), id="-Infinity"),
+    pytest.param("non_finite_number", "record", _unit("1e999"), id="1e999"),
+    # answers already decoded in the raw record: the number reaches the sample, which is refused
+    pytest.param(
+        "non_finite_number",
+        "sample",
+        _line(GOOD)[:-1] + b', "answers": [{"name": "get_weather", "arguments": {"city": Infinity}}]}',
+        id="Infinity in decoded answers",
+    ),
+    pytest.param("json_error", "record", b'{"query": "cut off in the mid', id="truncated line"),
+]
+HOSTILE_LINES = {p.id: p.values for p in HOSTILE}
 
 
 def _write(path: Path, records: list[dict]) -> str:
@@ -100,15 +138,24 @@ def test_check_arguments_modes():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.sampled_from(["good", *BAD]), min_size=1, max_size=25), st.floats(0, 1), st.booleans())
+@given(
+    st.lists(st.sampled_from(["good", *BAD, *HOSTILE_LINES]), min_size=1, max_size=25),
+    st.floats(0, 1),
+    st.booleans(),
+)
 def test_accounting_identity_holds_for_any_mix(tmp_path_factory, kinds, augment, dedupe):
+    """Good, malformed and hostile records in any order: every record is kept or rejected, counts add up."""
     tmp = tmp_path_factory.mktemp("acc")
     # the first record always fits the format: a first record without the format's fields is a wrong file
     kinds = ["good", *kinds]
-    records = [_unique_good(i) if k == "good" else BAD[k] for i, k in enumerate(kinds)]
+    records = [
+        _line(_unique_good(i)) if k == "good" else _line(BAD[k]) if k in BAD else HOSTILE_LINES[k][2]
+        for i, k in enumerate(kinds)
+    ]
+    (tmp / "in.jsonl").write_bytes(b"\n".join(records) + b"\n")
     stats = prepare(
         PrepareConfig(
-            sources=[("xlam", _write(tmp / "in.jsonl", records))],
+            sources=[("xlam", str(tmp / "in.jsonl"))],
             out=str(tmp / "o"),
             irrelevance_augment=augment,
             dedupe=dedupe,
@@ -120,8 +167,9 @@ def test_accounting_identity_holds_for_any_mix(tmp_path_factory, kinds, augment,
     assert s.samples_produced + s.samples_augmented == s.samples_kept + sum(s.samples_rejected.values())
     kept = len(_lines(tmp / "o" / "train.jsonl")) + len(_lines(tmp / "o" / "val.jsonl"))
     assert kept == s.samples_kept == s.train + s.val
-    rejected = _lines(tmp / "o" / "rejected.jsonl")
-    record_level = [k for k in kinds if k in RECORD_LEVEL]
+    rejected = [_strict_json(x) for x in (tmp / "o" / "rejected.jsonl").read_text().splitlines()]
+    hostile_record_level = {k for k, (_, level, _) in HOSTILE_LINES.items() if level == "record"}
+    record_level = [k for k in kinds if k in RECORD_LEVEL or k in hostile_record_level]
     assert sum(r["level"] == "record" for r in rejected) == len(record_level)
     assert sum(r["level"] == "sample" for r in rejected) == sum(s.samples_rejected.values())
     assert all(r["reason"] and "position" in r for r in rejected)
@@ -193,12 +241,80 @@ def test_irrelevance_augmentation_removes_answer_tools(tmp_path: Path):
     )
 
 
-def test_malformed_file_stops_run_without_partial_outputs(tmp_path: Path):
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"not json at all\n" + json.dumps(GOOD).encode() + b"\n", r"in\.jsonl:1: not valid JSON"),
+        (random.Random(0).randbytes(4096), r"in\.jsonl:1: not valid (UTF-8|JSON)"),
+        (gzip.compress(json.dumps(GOOD).encode()), r"in\.jsonl: a gzip-compressed file"),
+    ],
+)
+def test_malformed_file_stops_run_without_partial_outputs(tmp_path: Path, content, match):
+    """A file whose first record is not JSON text (another format, binary, compressed) is refused."""
     src = tmp_path / "in.jsonl"
-    src.write_text(json.dumps(GOOD) + "\nnot json at all\n")
-    with pytest.raises(DataFileError, match=r"in\.jsonl:2"):
+    src.write_bytes(content)
+    with pytest.raises(DataFileError, match=match):
         prepare(PrepareConfig(sources=[("xlam", str(src))], out=str(tmp_path / "o"), progress=False))
     assert not (tmp_path / "o" / "train.jsonl").exists()
+
+
+def _strict_json(line: str) -> dict:
+    def refuse(name: str) -> None:
+        raise ValueError(name)
+
+    return json.loads(line, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("reason, level, hostile", HOSTILE)
+def test_one_hostile_record_is_rejected_and_the_run_goes_on(tmp_path: Path, reason, level, hostile):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join([_line(_unique_good(0)), hostile, _line(_unique_good(1))]) + b"\n")
+    out = tmp_path / "out"
+    st_ = prepare(PrepareConfig(sources=[("xlam", str(src))], out=str(out), progress=False))["xlam"]
+    assert st_.records_in == 3 and st_.records_kept == 2 and dict(st_.records_rejected) == {reason: 1}
+    assert st_.samples_kept == 2 and dict(st_.samples_rejected) == ({reason: 1} if level == "sample" else {})
+    (rej,) = [_strict_json(x) for x in (out / "rejected.jsonl").read_text().splitlines()]
+    assert rej["reason"] == reason and rej["level"] == level
+    assert rej["position"] == {"file": str(src), "line": 2} and rej["detail"]
+    kept = read_jsonl(str(out / "train.jsonl")) + read_jsonl(str(out / "val.jsonl"))
+    assert sorted(s.messages[0]["content"] for s in kept) == [f"Weather in city number {i}?" for i in (0, 1)]
+    saved = json.loads((out / "stats.json").read_text())["sources"]["xlam"]
+    assert saved["records_rejected"] == {reason: 1}
+
+
+def test_hostile_array_element_and_canonical_record_are_rejected(tmp_path: Path):
+    arr = tmp_path / "in.json"
+    arr.write_bytes(b"[" + b",".join([_line(_unique_good(0)), DEEP, _line(_unique_good(1))]) + b"]")
+    canonical = tmp_path / "c.jsonl"
+    good = Sample("c1", "x", "simple", [{"role": "user", "content": "q"}], [{"name": "f"}], [{"name": "f"}])
+    bad = {**good.to_dict(), "id": "c2", "meta": [1, 2]}
+    nan = good.to_dict()
+    nan.update(id="c3", answer=[{"name": "f", "arguments": {"a": float("nan")}}])
+    canonical.write_text("\n".join([good.to_json(), json.dumps(bad), json.dumps(nan)]) + "\n")
+    sources = [("xlam", str(arr)), ("jsonl", str(canonical))]
+    stats = prepare(PrepareConfig(sources=sources, out=str(tmp_path / "o"), progress=False))
+    assert dict(stats["xlam"].records_rejected) == {"too_deep": 1} and stats["xlam"].records_kept == 2
+    assert dict(stats["jsonl"].records_rejected) == {"schema_error": 1, "non_finite_number": 1}
+    assert stats["jsonl"].records_kept == 1
+    rejected = [_strict_json(x) for x in (tmp_path / "o" / "rejected.jsonl").read_text().splitlines()]
+    assert {r["position"].get("index", r["position"].get("line")) for r in rejected} == {1, 2, 3}
+    assert any("sample_text" in r and "NaN" in r["sample_text"] for r in rejected)  # kept, as text
+
+
+def test_unexpected_exception_in_an_adapter_rejects_only_that_record(tmp_path: Path, monkeypatch, caplog):
+    xlam = get_source("xlam")
+    convert = xlam.convert
+
+    def flaky(raw, pos):
+        if pos["line"] == 2:
+            raise TypeError("unhashable type: 'dict'")
+        return convert(raw, pos)
+
+    monkeypatch.setattr(xlam, "convert", flaky)
+    src = _write(tmp_path / "in.jsonl", [_unique_good(i) for i in range(3)])
+    st_ = prepare(PrepareConfig(sources=[("xlam", src)], out=str(tmp_path / "o"), progress=False))["xlam"]
+    assert st_.records_kept == 2 and dict(st_.records_rejected) == {"conversion_error": 1}
+    assert "in.jsonl:2" in caplog.text and "TypeError" in caplog.text  # logged with its traceback
 
 
 def test_real_benchmarks_prepare_and_validate(tmp_path: Path, shared_data_dir: Path):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -10,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tooltune.data.sources import DataFileError, RecordError, Rejection, get_source
-from tooltune.data.sources.base import iter_file
+from tooltune.data.sources.base import as_record_error, iter_file
 from tooltune.prompts import python_calls
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import RecordValueError, Sample, ToolCall
 
 xlam = get_source("xlam")
 toolace = get_source("toolace")
@@ -229,6 +231,98 @@ def test_array_file_bad_json_names_line(tmp_path: Path):
     p.write_text('[\n{"query": "q"},\n{bad}\n]')
     with pytest.raises(DataFileError, match=r"a\.json:3"):
         list(iter_file(str(p)))
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""A JSON value far too deep for the decoder (RecursionError inside json)."""
+GOOD_LINE = json.dumps(_xlam([{"name": "get_weather", "arguments": {"city": "X"}}]))
+HOSTILE = {
+    "too_deep": DEEP.encode(),
+    "huge_integer": b'{"query": "q", "answers": "[]", "tools": "[]", "n": ' + b"9" * 5000 + b"}",
+    "invalid_utf8": b'{"query": "\xff\xfe", "answers": "[]", "tools": "[]"}',
+    "json_error": b'{"query": "truncated',
+}
+
+
+@pytest.mark.parametrize("reason", list(HOSTILE))
+def test_jsonl_hostile_line_is_one_unreadable_record(tmp_path: Path, reason):
+    p = tmp_path / "h.jsonl"
+    p.write_bytes(GOOD_LINE.encode() + b"\n" + HOSTILE[reason] + b"\n" + GOOD_LINE.encode() + b"\n")
+    recs = list(xlam.read(str(p), lenient=True))
+    assert [r.position["line"] for r in recs] == [1, 2, 3]
+    bad = recs[1]
+    assert bad.data is None and bad.error.reason == reason and bad.text
+    assert recs[0].error is None and recs[2].data == json.loads(GOOD_LINE)
+    with pytest.raises(DataFileError, match=r"h\.jsonl:2: "):  # strict readers stop, naming line and cause
+        list(xlam.read(str(p)))
+
+
+def test_array_hostile_elements_are_unreadable_records(tmp_path: Path):
+    p = tmp_path / "a.json"
+    good = GOOD_LINE.encode()
+    elements = [good, HOSTILE["too_deep"], b"9" * 5000, HOSTILE["invalid_utf8"], good]
+    p.write_bytes(b"[\n" + b",\n".join(elements) + b"\n]\n")
+    recs = list(iter_file(str(p), ("query",), lenient=True))
+    assert [r.position["index"] for r in recs] == [0, 1, 2, 3, 4]
+    assert [r.error.reason if r.error else None for r in recs] == [
+        None, "too_deep", "huge_integer", "invalid_utf8", None
+    ]
+    assert recs[4].data == json.loads(GOOD_LINE)
+    with pytest.raises(DataFileError, match=r"a\.json\[1\]: nesting deeper"):
+        list(iter_file(str(p), ("query",)))
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (gzip.compress(GOOD_LINE.encode()), r"x\.jsonl: a gzip-compressed file"),
+        (random.Random(0).randbytes(4096), r"x\.jsonl:1: not valid (UTF-8|JSON).*not a JSON, JSONL"),
+        (b"{oops\n" + GOOD_LINE.encode(), r"x\.jsonl:1: not valid JSON .*not a JSON, JSONL or parquet"),
+    ],
+)
+def test_binary_or_foreign_file_is_refused_naming_it(tmp_path: Path, content, match):
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(content)
+    with pytest.raises(DataFileError, match=match):
+        list(xlam.read(str(p), lenient=True))
+
+
+def test_field_json_refused_for_hostile_values():
+    cases = {
+        "non_finite_number": '[{"name": "get_weather", "arguments": {"city": NaN}}]',
+        "too_deep": DEEP,
+        "huge_integer": "[" + "1" * 5000 + "]",
+        "answer_json_error": "[{",
+    }
+    for reason, answers in cases.items():
+        with pytest.raises(RecordError) as e:
+            xlam.convert(_xlam(answers), {"line": 1})
+        assert e.value.reason == reason and e.value.field.startswith("answers"), (reason, e.value)
+    nan_tool = '[{"name": "f", "parameters": {"a": {"default": Infinity}}}]'
+    for tools, reason in [(DEEP, "too_deep"), (nan_tool, "non_finite_number")]:
+        conversations = [{"from": "user", "value": "q"}]
+        raw = {"system": f"{toolace.TOOLS_MARKER}\n{tools}", "conversations": conversations}
+        with pytest.raises(RecordError) as e:
+            toolace.convert(raw, {"line": 1})
+        assert e.value.reason == reason
+
+
+def test_deeply_nested_type_string_is_a_tool_schema_error():
+    tool = {**WEATHER, "parameters": {"city": {"type": "List[" * 5000 + "str" + "]" * 5000}}}
+    with pytest.raises(RecordError) as e:
+        xlam.convert(_xlam([], tools=[tool]), {"line": 1})
+    assert e.value.reason == "tool_schema_error" and "nests 5000 deep" in e.value.message
+
+
+def test_as_record_error_maps_what_a_hostile_record_raises():
+    assert as_record_error(RecursionError()).reason == "too_deep"
+    try:
+        int("9" * 5000)
+    except ValueError as huge:
+        assert as_record_error(huge).reason == "huge_integer"
+    assert as_record_error(RecordValueError("non_finite_number", "answers[0]", "NaN")).field == "answers[0]"
+    err = as_record_error(TypeError("unhashable type: 'dict'"))
+    assert err.reason == "conversion_error" and "TypeError" in err.message
 
 
 def test_parquet_reader(tmp_path: Path):

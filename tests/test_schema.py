@@ -1,13 +1,21 @@
+import gzip
 import json
+import random
+import re
 
 import pytest
 
 from tooltune.schema import (
+    MAX_RECORD_DEPTH,
+    RecordValueError,
     Sample,
     SchemaError,
     ToolCall,
     ToolSpec,
     calls_from_any,
+    dumps_record,
+    find_fault,
+    loads_record,
     read_jsonl,
     write_jsonl,
 )
@@ -82,3 +90,100 @@ def test_sample_errors_name_the_record_and_field(tmp_path):
         read_jsonl(str(path))
     with pytest.raises(SchemaError, match="missing field"):
         Sample.from_dict({"id": "x"})
+
+
+# --- hostile records: every bad line is a SchemaError naming file:line and the cause -----------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+"""A JSON value far too deep for the decoder (RecursionError inside json)."""
+
+
+def _good_line() -> str:
+    return _sample().to_json()
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _hostile(**changes) -> bytes:
+    d = json.loads(_good_line())
+    d["answer"][0]["arguments"].update(changes)
+    return json.dumps(d).encode()
+
+
+HOSTILE_LINES = {
+    "deep line": (DEEP.encode(), "nesting deeper than 100"),
+    "deep arguments": (
+        _hostile(x=json.loads(_nested(150))),
+        r"answer\[0\]\.arguments\.x.*nesting deeper than 100",
+    ),
+    "huge integer": (_good_line().replace('"x": 1.0', '"x": ' + "7" * 5000).encode(), "4300 digits"),
+    "NaN": (_good_line().replace('"x": 1.0', '"x": NaN').encode(), "NaN is not a finite number"),
+    "Infinity": (_good_line().replace('"x": 1.0', '"x": Infinity').encode(), "Infinity is not a finite"),
+    "-Infinity": (_good_line().replace('"x": 1.0', '"x": -Infinity').encode(), "-Infinity is not a finite"),
+    "float overflow": (_good_line().replace('"x": 1.0', '"x": 1e999').encode(), "1e999 is not a finite"),
+    "invalid UTF-8": (_good_line().replace("hi", "h\udcff").encode("utf-8", "surrogateescape"), "UTF-8"),
+    "not JSON": (b"{oops", "not valid JSON"),
+    "meta not an object": (_good_line().replace('"meta": {', '"meta": [1], "m": {').encode(), r"\.meta"),
+    "properties a list": (
+        _good_line().replace('"properties": {}', '"properties": [1]').encode(),
+        r"tools\[0\]\.parameters\.properties",
+    ),
+    "deep string arguments": (
+        _good_line().replace('{"x": 1.0, "s": "\\u00e9\\ud800"}', json.dumps('{"x": ' + DEEP + "}")).encode(),
+        r"arguments: nesting deeper than 100",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_LINES))
+def test_read_jsonl_names_file_line_and_cause_of_a_hostile_line(tmp_path, name):
+    line, cause = HOSTILE_LINES[name]
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(_good_line().encode() + b"\n" + line + b"\n" + _good_line().encode() + b"\n")
+    with pytest.raises(SchemaError, match=r"h\.jsonl:2\b") as e:
+        read_jsonl(str(path))
+    assert re.search(cause, str(e.value)), str(e.value)[:300]
+
+
+@pytest.mark.parametrize(
+    "content, cause",
+    [
+        (random.Random(0).randbytes(4096), r"bin\.jsonl:1: not valid (UTF-8|JSON)"),
+        (gzip.compress(b'{"id": "x"}\n'), r"bin\.jsonl:1: .*gzip-compressed"),
+    ],
+)
+def test_read_jsonl_refuses_binary_files_naming_them(tmp_path, content, cause):
+    path = tmp_path / "bin.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(SchemaError, match=cause):
+        read_jsonl(str(path))
+    with pytest.raises(SchemaError, match="cannot read"):
+        read_jsonl(str(tmp_path))  # a folder
+
+
+def test_record_checks_bound_depth_and_refuse_non_finite_numbers():
+    assert loads_record(_nested(MAX_RECORD_DEPTH)) == json.loads(_nested(MAX_RECORD_DEPTH))
+    for text in (_nested(MAX_RECORD_DEPTH + 1), DEEP):
+        with pytest.raises(RecordValueError, match="deeper than 100") as e:
+            loads_record(text, "f")
+        assert e.value.reason == "too_deep"
+    assert loads_record(_nested(MAX_RECORD_DEPTH + 1), max_depth=None)  # the caller checks what it builds
+    cases = [("[NaN]", "non_finite_number"), ("1" * 5000, "huge_integer"), ("[1] x", "json_error")]
+    for text, reason in cases:
+        with pytest.raises(RecordValueError) as e:
+            loads_record(text)
+        assert e.value.reason == reason
+    assert loads_record("[NaN]", finite=False)[0] != 0  # raw records may hold NaN; samples may not
+    deep: list = []
+    inner = deep
+    for _ in range(200_000):  # deeper than any recursion limit: the walk must not recurse
+        inner.append([])
+        inner = inner[0]
+    assert find_fault(deep)[0] == "too_deep"
+    with pytest.raises(RecordValueError, match=r"^s\.answer\[0\]\.arguments\.x: nan is not a finite number"):
+        dumps_record({"answer": [{"arguments": {"x": float("nan")}}]}, "s")
+    with pytest.raises(RecordValueError, match="too_deep|deeper than 100"):
+        dumps_record(deep)
+    assert dumps_record({"s": "\ud800"}) == '{"s": "\\ud800"}'  # lone surrogates escaped, as dumps_line

@@ -136,7 +136,10 @@ def export(
     keep_reasoning: bool = True,
     system_prompt: str | None = None,
 ) -> int:
-    """Read canonical JSONL file(s) and write `fmt` to `out` (a file for jsonl/verl, a folder for hf)."""
+    """Read canonical JSONL file(s) and write `fmt` to `out` (a file for jsonl/verl, a folder for hf).
+
+    Every input is read before anything is written: a bad line raises a SchemaError naming `file:line`
+    and the cause (`tooltune.schema.read_jsonl`) and leaves `out` untouched."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; choose one of {EXPORT_FORMATS}")
     samples: list[Sample] = []

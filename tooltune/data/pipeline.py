@@ -13,6 +13,12 @@ Accounting, per source (checked before anything is reported):
   samples_kept = train + val
 A record is kept when at least one of its samples is kept; otherwise it is rejected with its first
 reason (a record-level error, or the reason its first step was dropped).
+
+Each record is isolated: whatever reading or converting it raises (a line that is not UTF-8 or not
+JSON, nesting too deep for the JSON decoder, an integer over Python's digit limit, a RecursionError,
+a value of an unexpected type) rejects that record with a reason, and the run goes on. A sample that
+holds a non-finite number or nests deeper than `MAX_RECORD_DEPTH` is rejected (`non_finite_number`,
+`too_deep`) before it is written, so train.jsonl and val.jsonl always read back with `read_jsonl`.
 """
 
 from __future__ import annotations
@@ -31,10 +37,10 @@ import yaml
 from tqdm import tqdm
 
 from tooltune.data.sources import RecordError, Rejection, get_source
-from tooltune.data.sources.base import RawRecord, describe, infer_category
+from tooltune.data.sources.base import RawRecord, as_record_error, describe, infer_category
 from tooltune.data.stats import SourceStats, format_table, total
 from tooltune.matching import call_key
-from tooltune.schema import Sample
+from tooltune.schema import MAX_RECORD_DEPTH, RecordValueError, Sample, dumps_record
 
 __all__ = [
     "PrepareConfig",
@@ -117,7 +123,11 @@ class _Writer:
         detail: str,
         **extra: Any,
     ) -> None:
-        """One rejected.jsonl line: what was dropped, why, and where it came from."""
+        """One rejected.jsonl line: what was dropped, why, and where it came from.
+
+        The dropped record (`raw`) or sample (`sample`) is kept as JSON; one that JSON cannot hold
+        (NaN, nesting too deep) is kept as text instead, under `raw_text` / `sample_text`.
+        """
         line = {
             "source": source,
             "position": position,
@@ -127,7 +137,14 @@ class _Writer:
             "detail": detail,
             **extra,
         }
-        self.write("rejected", json.dumps(line, ensure_ascii=False, default=str))
+        try:
+            text = dumps_record(line, max_depth=MAX_RECORD_DEPTH + 1, default=str)
+        except RecordValueError:
+            for key in ("raw", "sample"):
+                if key in line:
+                    line[f"{key}_text"] = _as_text(line.pop(key))
+            text = dumps_record(line, default=str)
+        self.write("rejected", text)
 
     def close(self, ok: bool) -> None:
         for k, f in self.files.items():
@@ -137,6 +154,14 @@ class _Writer:
                 os.replace(tmp, os.path.join(self.out, f"{k}.jsonl"))
             else:
                 os.remove(tmp)
+
+
+def _as_text(value: Any) -> str:
+    """JSON-like text of a value that strict JSON cannot hold (NaN stays NaN), for rejected.jsonl."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too deep to write>"
 
 
 def check_sample(sample: Sample, check_arguments: str = "unknown") -> Rejection | None:
@@ -270,25 +295,76 @@ def _config_dict(config: PrepareConfig) -> dict[str, Any]:
     return d
 
 
+def _fault(e: Exception, rec: RawRecord, logged: set[str]) -> RecordError:
+    """`as_record_error(e)`; an exception of a kind not anticipated (`conversion_error`) is logged with
+    its traceback, once per exception type and source, so that a bug does not hide among rejections."""
+    err = as_record_error(e)
+    if err.reason == "conversion_error" and type(e).__name__ not in logged:
+        logged.add(type(e).__name__)
+        logger.warning("%s: rejected: %s", describe(rec.position), err.message, exc_info=e)
+    return err
+
+
+def _convert(
+    module: Any, rec: RawRecord, options: dict[str, Any], logged: set[str]
+) -> tuple[bool, list[Sample | Rejection] | RecordError]:
+    """(multi-turn?, the record's samples and rejections) or, if the record is refused, its RecordError.
+
+    Never raises: a record the reader could not decode comes with its error, and whatever converting
+    a hostile record raises becomes the record's rejection.
+    """
+    if rec.error is not None:
+        return False, rec.error
+    multi = False
+    try:
+        multi = bool(module.is_multi_turn(rec.data))
+        return multi, module.convert(rec.data, rec.position, **options)
+    except Exception as e:  # one hostile record must not stop the run: it is rejected with the cause
+        return multi, _fault(e, rec, logged)
+
+
+def _check(
+    item: Sample, rec: RawRecord, config: PrepareConfig, logged: set[str]
+) -> tuple[Rejection | None, str, bytes | None]:
+    """(why the sample is refused or None, its JSON line, its dedupe key); never raises.
+
+    Refused: values no record may hold (non-finite numbers, nesting deeper than `MAX_RECORD_DEPTH`),
+    then Tool-N1's filters (`check_sample`). Whatever a hostile sample raises is its rejection.
+    """
+    try:
+        line = dumps_record(item.to_dict(), where="")
+        rej = check_sample(item, config.check_arguments)
+        key = dedupe_key(item) if rej is None and config.dedupe else None
+    except Exception as e:  # a hostile sample must not stop the run: it is rejected with the cause
+        err = _fault(e, rec, logged)
+        return Rejection(err.reason, err.field, err.message, item.id), "", None
+    return rej, line, key
+
+
+def _raw_payload(rec: RawRecord) -> dict[str, Any]:
+    return {"raw": rec.data} if rec.error is None else {"raw_text": rec.text}
+
+
 def _run_source(
     name: str, spec: str, config: PrepareConfig, st: SourceStats, writer: _Writer, seen: dict[bytes, str]
 ) -> None:
     module = get_source(name)
     options = _convert_options(module, config)
-    for n, rec in enumerate(_progress(module.read(spec, split=config.hub_split), name, config.progress)):
+    logged: set[str] = set()
+    records = module.read(spec, split=config.hub_split, lenient=True)
+    for n, rec in enumerate(_progress(records, name, config.progress)):
         if config.limit is not None and n >= config.limit:
             break
         st.records_in += 1
-        multi = bool(module.is_multi_turn(rec.data))
+        multi, items = _convert(module, rec, options, logged)
         if multi:
             st.records_multi_turn += 1
         else:
             st.records_single_turn += 1
-        try:
-            items = module.convert(rec.data, rec.position, **options)
-        except RecordError as e:
+        if isinstance(items, RecordError):
+            e = items
             st.records_rejected[e.reason] += 1
-            writer.reject(name, rec.position, "record", e.reason, e.field, e.message, raw=rec.data)
+            writer.reject(name, rec.position, "record", e.reason, e.field, e.message, **_raw_payload(rec))
             continue
         if not items:
             st.records_rejected["no_tool_call_steps"] += 1
@@ -300,9 +376,12 @@ def _run_source(
         group = describe({**rec.position, "file": os.path.basename(str(rec.position.get("file", "")))})
         kept, first_reason = 0, None
         for item in _with_augmentation(items, config, st):
-            rej = item if isinstance(item, Rejection) else check_sample(item, config.check_arguments)
-            if rej is None and config.dedupe:
-                key = dedupe_key(item)
+            if isinstance(item, Rejection):
+                rej, line, key = item, "", None
+            else:
+                item.meta.setdefault("position", rec.position)
+                rej, line, key = _check(item, rec, config, logged)
+            if key is not None:
                 if key in seen:
                     rej = Rejection("duplicate", "", f"same prompt, tools and answer as {seen[key]}", item.id)
                 else:
@@ -327,8 +406,7 @@ def _run_source(
                 )
                 continue
             part = split_of(group, config.seed, config.val_fraction)
-            item.meta.setdefault("position", rec.position)
-            writer.write(part, item.to_json())
+            writer.write(part, line)
             kept += 1
             st.samples_kept += 1
             st.categories[item.category] += 1

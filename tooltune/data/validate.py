@@ -49,7 +49,10 @@ def check_samples(
 
 
 def validate_path(path: str, template: str = "tool_n1") -> ValidationReport:
-    """`path` is a prepared folder (train.jsonl and val.jsonl) or one canonical JSONL file."""
+    """`path` is a prepared folder (train.jsonl and val.jsonl) or one canonical JSONL file.
+
+    A line that cannot be read (not UTF-8 or not JSON, too deep, NaN, not a sample) stops the check with
+    a SchemaError naming `file:line` and the cause (`tooltune.schema.read_jsonl`)."""
     files = (
         [os.path.join(path, f) for f in SPLIT_FILES if os.path.isfile(os.path.join(path, f))]
         if os.path.isdir(path)

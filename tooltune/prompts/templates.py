@@ -56,7 +56,7 @@ def _signature_type(schema: Any) -> str:
     kind = schema.get("type", "any")
     if kind == "array":
         return f"list[{_signature_type(schema.get('items'))}]"
-    return "|".join(kind) if isinstance(kind, list) else str(kind)
+    return "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
 
 
 def tool_signatures(tools: Sequence[ToolSpec]) -> str:

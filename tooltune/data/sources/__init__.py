@@ -1,8 +1,9 @@
 """Source adapters: one module per public format, each a small function from a raw record to Samples.
 
-Every adapter module exposes `NAME`, `REQUIRED_FIELDS`, `read(spec, split) -> Iterator[RawRecord]`,
-`convert(raw, position) -> list[Sample | Rejection]` (raising `RecordError` for a bad record) and
-`is_multi_turn(raw) -> bool` (for the statistics table).
+Every adapter module exposes `NAME`, `REQUIRED_FIELDS`, `read(spec, split, lenient) ->
+Iterator[RawRecord]` (`lenient`: yield records that cannot be decoded with `error` set instead of
+raising `DataFileError`), `convert(raw, position) -> list[Sample | Rejection]` (raising `RecordError`
+for a bad record) and `is_multi_turn(raw) -> bool` (for the statistics table).
 """
 
 from __future__ import annotations

@@ -48,12 +48,12 @@ def data_files(spec: str) -> list[str]:
     return [os.path.join(spec, n) for n in sorted(os.listdir(spec)) if _FILE_RE.match(n)]
 
 
-def read(spec: str, split: str = "train") -> Iterator[RawRecord]:
+def read(spec: str, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
     for path in data_files(spec):
         m = _FILE_RE.match(os.path.basename(path))
         if not m:
             raise DataFileError(f"{path}: not an ACEBench data file name (expected data_<category>.json)")
-        yield from iter_with_answers(path, m.group("cat"), REQUIRED_FIELDS)
+        yield from iter_with_answers(path, m.group("cat"), REQUIRED_FIELDS, lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:

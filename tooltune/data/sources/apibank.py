@@ -10,7 +10,6 @@ become assistant tool calls followed by their results; tools that a `ToolSearche
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -20,13 +19,14 @@ from tooltune.data.sources.base import (
     RawRecord,
     RecordError,
     Rejection,
+    field_error,
     iter_input,
     make_sample,
     require_str,
     tools_from_list,
 )
 from tooltune.parsing import parse_python_calls
-from tooltune.schema import Sample
+from tooltune.schema import RecordValueError, Sample, raw_decode_record
 
 NAME = "apibank"
 REQUIRED_FIELDS = ("instruction", "input", "expected_output")
@@ -46,8 +46,8 @@ def parse_request_calls(text: str) -> list | None:
     return calls
 
 
-def read(spec: str, split: str = "train") -> Iterator[RawRecord]:
-    return iter_input(spec, REQUIRED_FIELDS, split=split)
+def read(spec: str, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
+    return iter_input(spec, REQUIRED_FIELDS, split=split, lenient=lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:
@@ -59,18 +59,17 @@ def parse_descriptions(instruction: str) -> list[Any]:
     at = instruction.find(_DESC_MARKER)
     if at < 0:
         raise RecordError("tools_not_found", "instruction", f"{_DESC_MARKER!r} not found")
-    dec, pos, out = json.JSONDecoder(), at + len(_DESC_MARKER), []
+    pos, out = at + len(_DESC_MARKER), []
     text = instruction
     while True:
         start = text.find("{", pos)
         if start < 0:
             return out
         try:
-            obj, pos = dec.raw_decode(text, start)
-        except json.JSONDecodeError as e:
-            raise RecordError(
-                "tools_json_error", "instruction", f"API description not valid JSON ({e.msg})"
-            ) from None
+            where = f"instruction.api_descriptions[{len(out)}]"
+            obj, pos = raw_decode_record(text, start, where, max_depth=None)
+        except RecordValueError as e:
+            raise field_error(e, "tools_json_error") from None
         out.append(obj)
 
 

@@ -3,10 +3,16 @@
 An adapter turns one raw record into `Sample`s (or `Rejection`s for steps it cannot use). Two kinds
 of failure are kept apart, as the pipeline must account for every record:
 
-- a malformed *record* (bad JSON inside a field, a call that does not parse, a missing field in one
-  row) raises `RecordError`; the pipeline counts it as rejected with the error's reason and goes on;
-- a malformed *file* (not JSON at all, or records that lack the format's fields from the first row)
-  raises `DataFileError`, naming the file, the line and the field, and stops the run.
+- a malformed *record* raises `RecordError` (bad JSON inside a field, a call that does not parse, a
+  missing field in one row) or anything else a hostile record provokes; the pipeline counts it as
+  rejected with a reason (`as_record_error`) and goes on. A line the reader cannot decode (invalid
+  UTF-8, not JSON, nesting too deep for the JSON decoder, an integer over Python's digit limit) is
+  such a record too: with `lenient=True` the reader yields it with `error` set. Nesting deeper than
+  `MAX_RECORD_DEPTH` is refused on the samples built from a record (the pipeline checks each one
+  before writing it), not here;
+- a malformed *file* (not JSON at all: binary, compressed, or records that lack the format's fields
+  from the first row) raises `DataFileError`, naming the file, the line and the field, and stops the
+  run.
 """
 
 from __future__ import annotations
@@ -14,17 +20,32 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.data.sources.types import tool_spec_from_source
-from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec, calls_from_any
+from tooltune.schema import (
+    RecordValueError,
+    Sample,
+    SchemaError,
+    ToolCall,
+    ToolSpec,
+    calls_from_any,
+    compressed_format,
+    decode_line,
+    loads_record,
+    raw_decode_record,
+)
 
 logger = logging.getLogger(__name__)
 
 Position = dict[str, Any]
 """Where a raw record came from: {"file": path, "line": n} (JSONL, 1-based) or {"file", "index"}."""
+
+UNREADABLE_TEXT_CHARS = 2000
+"""How much of an unreadable record's text a RawRecord keeps (for rejected.jsonl)."""
 
 
 class RecordError(Exception):
@@ -58,9 +79,17 @@ class Rejection:
 
 @dataclass
 class RawRecord:
+    """One raw record and where it came from.
+
+    A record the reader could not decode has `data` None, `error` saying why (the rejection) and
+    `text`, the start of its text (invalid UTF-8 shown as backslash escapes).
+    """
+
     position: Position
     data: Any
     meta: dict[str, Any] = field(default_factory=dict)
+    error: RecordError | None = None
+    text: str | None = None
 
 
 def describe(pos: Position) -> str:
@@ -72,28 +101,69 @@ def describe(pos: Position) -> str:
     return str(where)
 
 
+def field_error(e: RecordValueError, syntax_reason: str = "json_error") -> RecordError:
+    """The RecordError for JSON text in a field that `loads_record` refused (`e.where` names the field):
+    a syntax error counts under `syntax_reason` (the source's own key), other causes under their own."""
+    return RecordError(syntax_reason if e.reason == "json_error" else e.reason, e.where, e.message)
+
+
+def as_record_error(e: BaseException) -> RecordError:
+    """The RecordError that rejects a record whose conversion raised `e`.
+
+    A hostile record can make any step raise: RecursionError on nesting the reader let through,
+    ValueError on an integer over Python's digit limit, SchemaError or TypeError on a value of an
+    unexpected shape. Anything not anticipated counts as `conversion_error`, with its type and text.
+    """
+    if isinstance(e, RecordError):
+        return e
+    if isinstance(e, RecordValueError):
+        return RecordError(e.reason, e.where, e.message)
+    if isinstance(e, RecursionError):
+        return RecordError("too_deep", "<record>", "nesting too deep to convert")
+    if isinstance(e, ValueError) and "integer string conversion" in str(e):
+        return RecordError("huge_integer", "<record>", "an integer longer than Python's digit limit")
+    if isinstance(e, SchemaError):
+        field_name, _, message = str(e).partition(": ")
+        return RecordError("schema_error", field_name, message or str(e))
+    return RecordError("conversion_error", "<record>", f"{type(e).__name__}: {str(e)[:500]}")
+
+
 # ------------------------------------------------------------------------------------------------
 # readers
+
+_NOT_JSON = ("json_error", "invalid_utf8")
+"""Decoding failures that, on a file's first record, mean the file is not JSON at all."""
 
 
 def _sniff(path: str) -> str:
     if path.endswith(".parquet"):
         return "parquet"
-    with open(path, encoding="utf-8") as f:
-        while True:
-            ch = f.read(1)
-            if not ch:
-                return "empty"
-            if not ch.isspace():
-                return "array" if ch == "[" else "jsonl"
+    with open(path, "rb") as f:
+        head = f.read(8)
+        kind = compressed_format(head)
+        if kind:
+            raise DataFileError(
+                f"{path}: a {kind}-compressed file; decompress it and pass the JSON, JSONL or parquet file"
+            )
+        if head.startswith(b"PAR1"):
+            return "parquet"
+        f.seek(0)
+        while chunk := f.read(1 << 16):
+            text = chunk.lstrip()
+            if text:
+                return "array" if text.startswith(b"[") else "jsonl"
+    return "empty"
 
 
-def iter_file(path: str, required: Sequence[str] = ()) -> Iterator[RawRecord]:
+def iter_file(path: str, required: Sequence[str] = (), lenient: bool = False) -> Iterator[RawRecord]:
     """Yield the records of a JSON array, JSONL or parquet file with their positions.
 
     `required` are the top-level fields of the format; if the *first* record lacks one, the file is
     of another format and a `DataFileError` names it. Later rows missing a field are left to the
-    adapter (record-level rejection).
+    adapter (record-level rejection). A record that cannot be decoded raises `DataFileError` naming
+    its line and cause, or with `lenient` is yielded with `error` set for the caller to reject;
+    either way, when no record of the file has decoded yet and the first one is not JSON text at all
+    (binary, another format), the file is refused.
     """
     if not os.path.isfile(path):
         raise DataFileError(f"{path}: no such file")
@@ -101,16 +171,27 @@ def iter_file(path: str, required: Sequence[str] = ()) -> Iterator[RawRecord]:
     if kind == "empty":
         return
     if kind == "parquet":
-        yield from _check_first(_iter_parquet(path), required)
+        records = _iter_parquet(path)
     elif kind == "array":
-        yield from _check_first(_iter_array(path), required)
+        records = _iter_array(path)
     else:
-        yield from _check_first(_iter_jsonl(path), required)
+        records = _iter_jsonl(path)
+    yield from _check_first(records, required, lenient)
 
 
-def _check_first(records: Iterator[RawRecord], required: Sequence[str]) -> Iterator[RawRecord]:
+def _check_first(records: Iterator[RawRecord], required: Sequence[str], lenient: bool) -> Iterator[RawRecord]:
     first = True
     for rec in records:
+        if rec.error is not None:
+            if first and rec.error.reason in _NOT_JSON:
+                raise DataFileError(
+                    f"{describe(rec.position)}: {rec.error.message}; "
+                    "this is not a JSON, JSONL or parquet file"
+                )
+            if not lenient:
+                raise DataFileError(f"{describe(rec.position)}: {rec.error.message}")
+            yield rec
+            continue
         if first and required:
             if not isinstance(rec.data, Mapping):
                 raise DataFileError(
@@ -127,30 +208,123 @@ def _check_first(records: Iterator[RawRecord], required: Sequence[str]) -> Itera
         yield rec
 
 
+def _unreadable(pos: Position, e: RecordValueError, text: str) -> RawRecord:
+    return RawRecord(
+        pos, None, error=RecordError(e.reason, "<record>", e.message), text=text[:UNREADABLE_TEXT_CHARS]
+    )
+
+
+def _unreadable_line(path: str, lineno: int, raw: bytes) -> RawRecord:
+    """The record of a JSONL line that failed to decode, with the cause `loads_record` names."""
+    pos = {"file": path, "line": lineno}
+    text = raw[: UNREADABLE_TEXT_CHARS * 4].decode("utf-8", "backslashreplace")
+    try:
+        loads_record(decode_line(raw, describe(pos)), describe(pos), max_depth=None, finite=False)
+    except RecordValueError as e:
+        return _unreadable(pos, e, text)
+    # decoding is deterministic: the second try fails as the first did, and this line is not reached
+    return _unreadable(pos, RecordValueError("json_error", describe(pos), "not readable"), text)
+
+
 def _iter_jsonl(path: str) -> Iterator[RawRecord]:
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    # bytes in, one line decoded at a time: invalid UTF-8 costs one record, not the file
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
             try:
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
                 data = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFileError(
-                    f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})"
-                ) from None
+            except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
+                yield _unreadable_line(path, lineno, raw)
+                continue
             yield RawRecord({"file": path, "line": lineno}, data)
 
 
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+"""What `surrogateescape` makes of a byte that is not UTF-8 (text read strictly never holds these)."""
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+
+
+def _skip_value(text: str, start: int) -> int | None:
+    """End of the JSON value at `start`, found by matching brackets outside strings (no recursion)."""
+    if text[start] not in "[{":
+        m = _NUMBER.match(text, start)
+        return m.end() if m else None
+    depth = 0
+    for m in _STRUCTURE.finditer(text, start):
+        tok = m.group()
+        if tok in ("[", "{"):
+            depth += 1
+        elif tok in ("]", "}"):
+            depth -= 1
+            if depth == 0:
+                return m.end()
+    return None
+
+
 def _iter_array(path: str) -> Iterator[RawRecord]:
-    with open(path, encoding="utf-8") as f:
+    """Records of a JSON array, decoded one element at a time so that a hostile element is one record.
+
+    A syntax error anywhere breaks the array as a whole (the next element cannot be located safely):
+    `DataFileError`. Bytes that are not UTF-8 are decoded with `surrogateescape` and reported per
+    element.
+    """
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", "surrogateescape")
+    bad_bytes = _ESCAPED_BYTE.search(text) is not None
+    ws = json.decoder.WHITESPACE
+
+    def line_of(at: int) -> int:
+        return text.count("\n", 0, at) + 1
+
+    def broken(at: int, msg: str) -> DataFileError:
+        return DataFileError(f"{path}:{line_of(at)}: not valid JSON ({msg})")
+
+    def syntax_error(at: int) -> DataFileError:
         try:
-            data = json.load(f)
+            json.JSONDecoder().raw_decode(text, at)
         except json.JSONDecodeError as e:
-            raise DataFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-    if not isinstance(data, list):
-        raise DataFileError(f"{path}:1: expected a JSON array of records, got {type(data).__name__}")
-    for i, item in enumerate(data):
-        yield RawRecord({"file": path, "index": i}, item)
+            return DataFileError(f"{path}:{e.lineno}: not valid JSON ({e.msg} at column {e.colno})")
+        return broken(at, "unreadable value")  # pragma: no cover - raw_decode_record refused it
+
+    pos = ws.match(text, ws.match(text).end() + 1).end()  # after the opening bracket
+    i = 0
+    closed = text.startswith("]", pos)
+    while not closed:
+        start, where = pos, f"{path}[{i}]"
+        rec = None
+        try:
+            data, pos = raw_decode_record(text, start, where, max_depth=None, finite=False)
+        except RecordValueError as e:
+            if e.reason == "json_error":
+                raise syntax_error(start) from None
+            end = _skip_value(text, start)
+            if end is None:
+                raise broken(start, "unterminated value") from None
+            rec = _unreadable({"file": path, "index": i}, e, text[start:end])
+            pos = end
+        if rec is None:
+            if bad_bytes and _ESCAPED_BYTE.search(text, start, pos):
+                e = RecordValueError(
+                    "invalid_utf8", where, f"not valid UTF-8 (record starting at line {line_of(start)})"
+                )
+                raw = text[start:pos].encode("utf-8", "surrogateescape")
+                rec = _unreadable({"file": path, "index": i}, e, raw.decode("utf-8", "backslashreplace"))
+            else:
+                rec = RawRecord({"file": path, "index": i}, data)
+        yield rec
+        pos = ws.match(text, pos).end()
+        if text.startswith(",", pos):
+            pos = ws.match(text, pos + 1).end()
+            i += 1
+        elif text.startswith("]", pos):
+            closed = True
+        else:
+            raise broken(pos, "expected ',' or ']' after a record")
+    if ws.match(text, pos + 1).end() != len(text):
+        raise broken(pos + 1, "extra data after the array")
 
 
 def _iter_parquet(path: str) -> Iterator[RawRecord]:
@@ -161,8 +335,16 @@ def _iter_parquet(path: str) -> Iterator[RawRecord]:
     except Exception as e:  # pyarrow raises several unrelated types for a bad file
         raise DataFileError(f"{path}:1: not a readable parquet file ({e})") from None
     i = 0
-    for batch in pf.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
+    batches = pf.iter_batches(batch_size=4096)
+    while True:
+        try:
+            batch = next(batches, None)
+            rows = [] if batch is None else batch.to_pylist()
+        except Exception as e:  # a corrupt row group: pyarrow raises several unrelated types
+            raise DataFileError(f"{path}[{i}]: parquet rows not readable ({e})") from None
+        if batch is None:
+            return
+        for row in rows:
             yield RawRecord({"file": path, "index": i}, row)
             i += 1
 
@@ -187,38 +369,54 @@ def iter_hub(dataset_id: str, split: str = "train", required: Sequence[str] = ()
         ) from None
     where = f"hf:{dataset_id}:{split}"
     yield from _check_first(
-        (RawRecord({"file": where, "index": i}, row) for i, row in enumerate(ds)), required
+        (RawRecord({"file": where, "index": i}, row) for i, row in enumerate(ds)), required, lenient=False
     )
 
 
-def iter_input(spec: str, required: Sequence[str] = (), split: str = "train") -> Iterator[RawRecord]:
-    """`spec` is a local path or `hf:<dataset id>`; a directory yields all its JSON/JSONL/parquet files."""
+def iter_input(
+    spec: str, required: Sequence[str] = (), split: str = "train", lenient: bool = False
+) -> Iterator[RawRecord]:
+    """`spec` is a local path or `hf:<dataset id>`; a directory yields all its JSON/JSONL/parquet files.
+
+    `lenient`: yield undecodable records with `error` set instead of raising (see `iter_file`)."""
     if spec.startswith("hf:"):
         yield from iter_hub(spec[3:], split=split, required=required)
         return
     if os.path.isdir(spec):
         for name in sorted(os.listdir(spec)):
             if name.endswith((".json", ".jsonl", ".parquet")):
-                yield from iter_file(os.path.join(spec, name), required)
+                yield from iter_file(os.path.join(spec, name), required, lenient)
         return
-    yield from iter_file(spec, required)
+    yield from iter_file(spec, required, lenient)
 
 
-def answers_beside(path: str) -> dict[str, Any]:
-    """{id: ground_truth} from `possible_answer/<same file name>` next to a BFCL or ACEBench data file."""
+def answers_beside(path: str, lenient: bool = False) -> dict[str, Any]:
+    """{id: ground_truth} from `possible_answer/<same file name>` next to a BFCL or ACEBench data file.
+
+    With `lenient`, an answer line that cannot be decoded is logged and skipped (its entry is then
+    rejected for lack of a ground truth)."""
     pa = os.path.join(os.path.dirname(path), "possible_answer", os.path.basename(path))
     out: dict[str, Any] = {}
     if os.path.isfile(pa):
-        for rec in iter_file(pa, ("id", "ground_truth")):
-            if isinstance(rec.data, Mapping):
+        for rec in iter_file(pa, ("id", "ground_truth"), lenient):
+            if rec.error is not None:
+                logger.warning("%s: answer skipped: %s", describe(rec.position), rec.error.message)
+            elif isinstance(rec.data, Mapping):
                 out[str(rec.data.get("id"))] = rec.data.get("ground_truth")
     return out
 
 
-def iter_with_answers(path: str, category: str, required: Sequence[str]) -> Iterator[RawRecord]:
-    """Entries of a benchmark data file, each paired with its category and `possible_answer` entry."""
-    answers = answers_beside(path)
-    for rec in iter_file(path, required):
+def iter_with_answers(
+    path: str, category: str, required: Sequence[str], lenient: bool = False
+) -> Iterator[RawRecord]:
+    """Entries of a benchmark data file, each paired with its category and `possible_answer` entry.
+
+    `lenient` as for `iter_file`; an undecodable entry is yielded as it is, with `error` set."""
+    answers = answers_beside(path, lenient)
+    for rec in iter_file(path, required, lenient):
+        if rec.error is not None:
+            yield rec
+            continue
         rid = str(rec.data.get("id")) if isinstance(rec.data, Mapping) else None
         rec.data = {
             "entry": rec.data,
@@ -251,15 +449,18 @@ def require_str(raw: Mapping, key: str) -> str:
 
 
 def load_json_field(raw: Mapping, key: str, reason: str) -> Any:
-    """A field that holds JSON either as a string (xLAM on the hub) or already decoded (parquet)."""
+    """A field that holds JSON either as a string (xLAM on the hub) or already decoded (parquet).
+
+    JSON text that does not parse counts under `reason`; text that `loads_record` refuses for another
+    cause (too deep, non-finite numbers, huge integers) under that cause."""
     value = raw.get(key)
     if value is None:
         raise RecordError("missing_field", key, "field missing")
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as e:
-            raise RecordError(reason, key, f"not valid JSON ({e.msg} at column {e.colno})") from None
+            return loads_record(value, key, max_depth=None)
+        except RecordValueError as e:
+            raise field_error(e, reason) from None
     return value
 
 
@@ -271,12 +472,14 @@ def _spec(t: Any, where: str) -> ToolSpec:
     """`tool_spec_from_source`, memoized on the tool's repr (types distinct: 1, 1.0 and True differ).
 
     Public sets repeat the same few thousand tools across tens of thousands of records, and schema
-    normalization costs about ten times the key. Specs are shared, so nobody may mutate one.
+    normalization costs about ten times the key. Specs are shared, so nobody may mutate one. A new
+    spec must also pass `ToolSpec.from_dict`, the check it meets when prepared data is read back.
     """
     key = repr(t)
     spec = _SPEC_CACHE.get(key)
     if spec is None:
         spec = tool_spec_from_source(t, where)
+        ToolSpec.from_dict(spec.to_dict(), where)
         if len(_SPEC_CACHE) >= _SPEC_CACHE_MAX:
             _SPEC_CACHE.clear()
         _SPEC_CACHE[key] = spec
@@ -306,6 +509,8 @@ def tools_from_list(items: Any, field_name: str) -> list[ToolSpec]:
 def calls_or_error(value: Any, field_name: str) -> list[ToolCall]:
     try:
         return calls_from_any(value, field_name)
+    except RecordValueError as e:
+        raise field_error(e, "answer_json_error") from None
     except SchemaError as e:
         reason = "answer_json_error" if isinstance(value, str) else "answer_schema_error"
         raise RecordError(reason, field_name, str(e)) from None

@@ -86,9 +86,9 @@ def category_of(path: str) -> str:
     return m.group("cat")
 
 
-def read(spec: str | None, split: str = "train") -> Iterator[RawRecord]:
+def read(spec: str | None, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
     for path in data_files(spec):
-        yield from iter_with_answers(path, category_of(path), REQUIRED_FIELDS)
+        yield from iter_with_answers(path, category_of(path), REQUIRED_FIELDS, lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:

@@ -12,8 +12,8 @@ NAME = "jsonl"
 REQUIRED_FIELDS = ("id", "category", "messages", "tools", "answer")
 
 
-def read(spec: str, split: str = "train") -> Iterator[RawRecord]:
-    return iter_input(spec, REQUIRED_FIELDS, split=split)
+def read(spec: str, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
+    return iter_input(spec, REQUIRED_FIELDS, split=split, lenient=lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:

@@ -22,6 +22,7 @@ from tooltune.data.sources.base import (
     RawRecord,
     RecordError,
     Rejection,
+    field_error,
     iter_input,
     make_sample,
     record_id,
@@ -29,7 +30,7 @@ from tooltune.data.sources.base import (
     tools_from_list,
 )
 from tooltune.parsing import parse_python_calls
-from tooltune.schema import Sample
+from tooltune.schema import RecordValueError, Sample, raw_decode_record
 
 NAME = "toolace"
 HUB_ID = "Team-ACE/ToolACE"
@@ -58,8 +59,8 @@ _BOILERPLATE = (
 )
 
 
-def read(spec: str, split: str = "train") -> Iterator[RawRecord]:
-    return iter_input(spec, REQUIRED_FIELDS, split=split)
+def read(spec: str, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
+    return iter_input(spec, REQUIRED_FIELDS, split=split, lenient=lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:
@@ -80,11 +81,9 @@ def extract_tools(system: str) -> tuple[list[Any], str]:
     if start < 0:
         raise RecordError("tools_not_found", "system", "no '[' after the tool-list marker")
     try:
-        tools, end = json.JSONDecoder().raw_decode(system, start)
-    except json.JSONDecodeError as e:
-        raise RecordError(
-            "tools_json_error", "system", f"tool list is not valid JSON ({e.msg} at {e.pos})"
-        ) from None
+        tools, end = raw_decode_record(system, start, "system.tools", max_depth=None)
+    except RecordValueError as e:
+        raise field_error(e, "tools_json_error") from None
     rest = system[:at] + system[end:]
     for line in _BOILERPLATE:
         rest = rest.replace(line, "")
@@ -183,8 +182,8 @@ def _tool_message(value: str) -> dict[str, Any]:
     msg: dict[str, Any] = {"role": "tool", "content": value}
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
-        return msg  # some dumps hold plain-text results; they are still valid history
+    except (ValueError, RecursionError):
+        return msg  # plain-text (or hostile) results are still valid history: the text is kept as is
     if isinstance(parsed, list) and len(parsed) == 1 and isinstance(parsed[0], Mapping):
         parsed = parsed[0]
     if isinstance(parsed, Mapping) and isinstance(parsed.get("name"), str):

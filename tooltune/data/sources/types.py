@@ -66,14 +66,36 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
     return parts
 
 
-def type_to_schema(type_str: str) -> tuple[dict[str, Any], bool]:
+MAX_TYPE_DEPTH = 16
+"""Deepest bracket nesting of a source type string ("List[Dict[str, int]]" is 2 deep). Each level is
+one recursive call over the rest of the string, so a hostile type string must not nest without bound."""
+
+
+def _type_depth(s: str) -> int:
+    depth = best = 0
+    for ch in s:
+        if ch in "[(<{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "])>}":
+            depth -= 1
+    return best
+
+
+def type_to_schema(type_str: str, where: str = "type") -> tuple[dict[str, Any], bool]:
     """Normalize a source type string to a JSON-Schema fragment; returns (schema, optional).
 
     Handles xLAM ("str, optional", "List[int]", "Dict[str, Any]", "Union[int, str]"), ToolACE/BFCL
     ("dict", "float", "tuple", "any") and Java/JavaScript-ish names ("String", "HashMap").
-    Unknown types keep the original text under "x-source-type" instead of guessing.
+    Unknown types keep the original text under "x-source-type" instead of guessing. A type string
+    nesting deeper than `MAX_TYPE_DEPTH` raises SchemaError.
     """
     raw = type_str.strip()
+    # counting brackets runs at C speed; only strings that could nest too deep pay for the scan
+    if raw.count("[") + raw.count("(") + raw.count("<") + raw.count("{") > MAX_TYPE_DEPTH:
+        depth = _type_depth(raw)
+        if depth > MAX_TYPE_DEPTH:
+            raise _fail(where, f"type string {raw[:60]!r} nests {depth} deep (at most {MAX_TYPE_DEPTH})")
     parts = [p.strip() for p in _split_top(raw)]
     optional = any(p.lower() == "optional" for p in parts[1:])
     base = parts[0] if parts else ""
@@ -160,14 +182,14 @@ def normalize_parameters(params: Any, where: str = "parameters") -> dict[str, An
 
 def _normalize_property(spec: Any, where: str) -> tuple[dict[str, Any], bool]:
     if isinstance(spec, str):  # bare type string
-        return type_to_schema(spec)
+        return type_to_schema(spec, f"{where}.type")
     if not isinstance(spec, Mapping):
         raise _fail(where, f"expected an object describing the parameter, got {type(spec).__name__}")
     out = dict(spec)
     optional = False
     t = spec.get("type")
     if isinstance(t, str):
-        schema, optional = type_to_schema(t)
+        schema, optional = type_to_schema(t, f"{where}.type")
         out.pop("type")
         for k, v in schema.items():
             out.setdefault(k, v) if k != "type" else out.__setitem__(k, v)

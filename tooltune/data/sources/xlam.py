@@ -30,8 +30,8 @@ HUB_ID = "Salesforce/xlam-function-calling-60k"
 REQUIRED_FIELDS = ("query", "answers", "tools")
 
 
-def read(spec: str, split: str = "train") -> Iterator[RawRecord]:
-    return iter_input(spec, REQUIRED_FIELDS, split=split)
+def read(spec: str, split: str = "train", lenient: bool = False) -> Iterator[RawRecord]:
+    return iter_input(spec, REQUIRED_FIELDS, split=split, lenient=lenient)
 
 
 def is_multi_turn(raw: Any) -> bool:
