@@ -1,9 +1,9 @@
 """Reward benchmarks, measured side by side in one run.
 
-1. `binary_reward` throughput on 10,000 realistic Tool-N1 completions against a plain re-implementation
-   of the original scorer's semantics (tag substring check, regex for the last call block, json.loads,
-   multiset of json.dumps(arguments, sort_keys=True)); ratio = ours / original (target >= 1.0x), and
-   where the two verdicts differ (the strict grammar's hack rejections).
+1. `binary_reward` throughput on 10,000 realistic Tool-N1 completions against the restatement of the
+   original scorer in bench/reward_agreement.py (Tool-N1 `compute_score_v0` with the Trinity-RFT
+   adaptation's two think-tag rules); ratio = ours / original (target >= 1.0x), and where the two
+   verdicts differ (the strict grammar's hack rejections).
 2. The worst time to score a 1 MB adversarial completion (target < 50 ms), plus the worst just under
    the parser's size limit, where the parser really works.
 3. CER's added time per GRPO step on the quickstart-size model (R2IF reports +11.4% on a 3B model):
@@ -18,19 +18,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import random
-import re
 import statistics
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from reward_agreement import restated_tool_n1_v0  # noqa: E402
+
+from tooltune.data.export import to_trl_rows  # noqa: E402
 from tooltune.data.synthetic import SynthConfig, generate  # noqa: E402
-from tooltune.prompts import render_answer  # noqa: E402
-from tooltune.rewards import binary_reward  # noqa: E402
+from tooltune.data.synthetic.quickstart_task import TaskConfig, make_splits  # noqa: E402
+from tooltune.generation import HFBackend  # noqa: E402
+from tooltune.models import build_tiny_model, load_model_and_tokenizer  # noqa: E402
+from tooltune.parsing import MAX_BLOCK_CHARS  # noqa: E402
+from tooltune.prompts import get_template, render_answer  # noqa: E402
+from tooltune.rewards import CompositeReward, TRLRewardFunction, binary_reward  # noqa: E402
+from tooltune.rewards.annotate import RuleAnnotator  # noqa: E402
+from tooltune.rewards.similarity import Embedder, cosine_pairs  # noqa: E402
 from tooltune.schema import Sample, ToolCall  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------------------
@@ -102,27 +113,11 @@ def make_completions(n: int, seed: int = 0) -> list[tuple[str, str]]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# the original scorer's semantics, written plainly
-
-_LAST_BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+# the original scorer, restated in bench/reward_agreement.py
 
 
 def original_score(completion: str, gold_json: str) -> float:
-    if not all(tag in completion for tag in ("<think>", "</think>", "<tool_call>", "</tool_call>")):
-        return 0.0
-    blocks = _LAST_BLOCK.findall(completion)
-    if not blocks:
-        return 0.0
-    try:
-        pred = json.loads(blocks[-1].strip())
-        gold = json.loads(gold_json)
-        if isinstance(pred, dict):
-            pred = [pred]
-        pk = Counter((c["name"], json.dumps(c["arguments"], sort_keys=True)) for c in pred)
-        gk = Counter((c["name"], json.dumps(c["arguments"], sort_keys=True)) for c in gold)
-    except Exception:
-        return 0.0
-    return 1.0 if pk == gk else 0.0
+    return restated_tool_n1_v0(completion, gold_json)
 
 
 def throughput(fns: dict, data, repeats: int) -> tuple[dict[str, float], dict[str, list[float]]]:
@@ -166,8 +161,6 @@ def bench_throughput(n: int, repeats: int, group: int = 1) -> dict:
 
 
 def bench_adversarial() -> dict:
-    from tooltune.parsing import MAX_BLOCK_CHARS
-
     gold = json.dumps([{"name": "f", "arguments": {"a": 1}}])
     mb = 1_000_000
     under = MAX_BLOCK_CHARS - 100
@@ -221,10 +214,7 @@ def bench_tau(n: int = 300) -> dict:
     "unrelated" (off-topic sentences). Percentiles of the cosine to the specification and to the
     modification text, and the share counted (>= tau).
     """
-    import numpy as np
-
-    from tooltune.rewards.annotate import RuleAnnotator
-    from tooltune.rewards.similarity import Embedder, cosine_pairs
+    import numpy as np  # deferred: only the SMV measurement needs numpy
 
     r = random.Random(1)
     annotator, enc = RuleAnnotator(), Embedder()
@@ -296,26 +286,18 @@ def bench_cer(steps: int, k: int = 5, prompts_per_step: int = 4, generations: in
     untrained, it writes until `max_new_tokens`, again the slowest case. v_base is precomputed once
     per prompt and timed apart.
     """
-    import logging
-    import tempfile
-
-    import torch
-    from datasets import Dataset
-    from transformers import TrainerCallback
-    from trl import GRPOConfig, GRPOTrainer
-
-    from tooltune.data.export import to_trl_rows
-    from tooltune.generation import HFBackend
-    from tooltune.models import build_tiny_model, load_model_and_tokenizer
-    from tooltune.quickstart.task import TaskConfig, make_splits, reasoning_for, register_template
-    from tooltune.rewards import CompositeReward, TRLRewardFunction
+    import torch  # deferred: only the CER measurement trains a model
+    from datasets import Dataset  # deferred: only the CER measurement trains a model
+    from transformers import TrainerCallback  # deferred: only the CER measurement trains a model
+    from trl import GRPOConfig, GRPOTrainer  # deferred: only the CER measurement trains a model
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
     torch.set_num_threads(2)
     samples = make_splits(
         TaskConfig(n_train=prompts_per_step * (steps + 2), n_val=8, n_heldout=8, n_unseen=8)
     )["train"]
-    template = register_template()  # the quickstart's compact prompt, Tool-N1 grammar
+    template = "tool_n1_compact"  # the quickstart's compact prompt, Tool-N1 grammar
+    reasoning_for = get_template(template).default_reasoning
     rows = to_trl_rows(samples, template=template)
     tmp = Path(tempfile.mkdtemp(prefix="bench_cer_"))
     model_dir = build_tiny_model(tmp / "model", size="quickstart", seed=0)

@@ -12,8 +12,11 @@ from tooltune.parsing import (
     MAX_BLOCK_CHARS,
     MAX_DEPTH,
     R2IF_REJECTION,
+    parse_call_names,
+    parse_calls,
     parse_completion,
     parse_json_calls,
+    parse_parts,
     parse_python_calls,
 )
 from tooltune.prompts import render_answer
@@ -77,13 +80,60 @@ def test_strict_rejects_malformed_and_known_hacks(text, reason):
 
 def test_substring_mode_reproduces_original_scorer_and_lets_the_hack_through():
     hack = (
-        "<think>a</think><think>b</think>junk<tool_call>[]</tool_call><tool_call>"
+        "Sure! <think>a</think>junk<tool_call>[]</tool_call><tool_call>"
         '[{"name": "get_weather", "arguments": {"city": "Paris"}}]</tool_call> trailing'
     )
     assert not parse_completion(hack).format_ok
     p = parse_completion(hack, mode="substring")
-    assert p.format_ok and p.calls == CALL  # last block wins
+    assert p.format_ok and p.calls == CALL and p.reasoning == "a"  # last block wins, any text around
     assert not parse_completion("no tags at all", mode="substring").format_ok
+
+
+@pytest.mark.parametrize(
+    "text, calls",
+    [
+        # a single object is a one-call list
+        ('<think>r</think><tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>',
+         [ToolCall("f", {"a": 1})]),
+        # json.loads semantics: the last duplicate key wins, other keys are ignored, NaN is read
+        ('<think>r</think><tool_call>[{"name": "f", "arguments": {"a": 2, "a": 1}, "id": 7}]</tool_call>',
+         [ToolCall("f", {"a": 1})]),
+        ('<think>r</think><tool_call>[{"name": "f", "arguments": {"a": NaN}}]</tool_call>', "calls"),
+        # "arguments" given as a JSON string is not decoded: it never equals an object
+        ('<think>r</think><tool_call>[{"name": "f", "arguments": "{\\"a\\": 1}"}]</tool_call>', None),
+        ('<think>r</think><tool_call>[{"name": "f"}]</tool_call>', None),  # "arguments" is required
+        # each think tag exactly once, and </think> before the first <tool_call>
+        ("<think>a</think><think>b</think><tool_call>[]</tool_call>", None),
+        ("<think>a<tool_call>x</tool_call></think><tool_call>[]</tool_call>", None),
+        ("<tool_call>[]</tool_call><think>late</think>", None),
+        ("<tool_call>[]</tool_call>", None),
+        # where the original raises (a bare scalar) or decodes once more (a call list in a JSON string)
+        ("<think>r</think><tool_call>42</tool_call>", None),
+        ('<think>r</think><tool_call>"[{\\"name\\": \\"f\\", \\"arguments\\": {}}]"</tool_call>', None),
+    ],
+)
+def test_substring_mode_follows_the_original_rules(text, calls):
+    p = parse_completion(text, mode="substring")
+    if calls is None:
+        assert not p.format_ok and p.calls is None and p.error
+    elif calls == "calls":
+        assert p.format_ok and p.calls is not None
+    else:
+        assert p.format_ok and p.calls == calls
+
+
+def test_parse_calls_reads_the_last_block_under_the_original_rules():
+    text = 'junk <tool_call>[]</tool_call> more <tool_call>[{"name": "f", "arguments": {"a": 1, "a": 2}}]'
+    assert parse_calls(text + "</tool_call> trailing").calls == [ToolCall("f", {"a": 2})]
+    assert parse_calls(text).calls == []  # the second block is not closed: the first one counts
+    assert parse_calls('<tool_call>[{"name": "f", "arguments": "{}"}]</tool_call>').calls is None
+    assert parse_calls(None).calls is None
+    assert parse_call_names('<tool_call>[{"name": "f", "arguments": "{}"}, {"name": "g", "arguments": 1}]'
+                            "</tool_call>") == ["f", "g"]
+    assert parse_call_names('<tool_call>[{"name": "f"}]</tool_call>') is None
+    assert parse_call_names("<tool_call>5</tool_call>") is None
+    r2if = f"<reason>r</reason><tool>{R2IF_REJECTION}</tool>"
+    assert parse_call_names(r2if, "r2if") == [] and parse_calls(r2if, "r2if").rejected
 
 
 def test_r2if_grammar_and_rejection_text():
@@ -256,18 +306,31 @@ def test_rendered_calls_parse_back_to_the_same_calls(calls, template, reasoning)
     assert calls_match(p.calls, calls)
 
 
+def check_invariants(p: Parsed, template: str) -> None:
+    """A failed format says why and reads no calls; only toolrl (format about tags) may pass the format
+    with a call block that does not decode, and then says why."""
+    assert isinstance(p, Parsed)
+    assert p.format_ok or (p.error and p.calls is None)
+    if template != "toolrl":
+        assert p.format_ok == (p.error is None) or p.rejected
+    elif p.format_ok and p.calls is None:
+        assert p.error
+    if p.calls is not None:
+        assert all(isinstance(c, ToolCall) for c in p.calls)
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(
     text=st.text(max_size=400),
-    template=st.sampled_from(["tool_n1", "r2if", "hermes", "python", "json"]),
+    template=st.sampled_from(["tool_n1", "r2if", "toolrl", "hermes", "python", "json"]),
     mode=st.sampled_from(["strict", "substring"]),
 )
 def test_parsing_never_raises_on_any_string(text, template, mode):
-    p = parse_completion(text, template, mode)
-    assert isinstance(p, Parsed)
-    assert p.format_ok == (p.error is None) or p.rejected
-    if p.calls is not None:
-        assert all(isinstance(c, ToolCall) for c in p.calls)
+    check_invariants(parse_completion(text, template, mode), template)
+    assert isinstance(parse_calls(text, template), Parsed)
+    assert isinstance(parse_parts(text, template, mode).reasoning_ok, bool)
+    names = parse_call_names(text, template)
+    assert names is None or all(isinstance(n, str) for n in names)
 
 
 tag_soup = st.lists(
@@ -301,10 +364,98 @@ tag_soup = st.lists(
 @settings(max_examples=300)
 @given(text=tag_soup)
 def test_parsing_never_raises_on_tag_soup(text):
-    for template in ("tool_n1", "hermes", "python"):
+    for template in ("tool_n1", "toolrl", "hermes", "python"):
         for mode in ("strict", "substring"):
-            assert isinstance(parse_completion(text, template, mode), Parsed)
+            check_invariants(parse_completion(text, template, mode), template)
     assert parse_python_calls(text) is None or isinstance(parse_python_calls(text), list)
+
+
+@settings(max_examples=400)
+@given(
+    text=tag_soup,
+    mode=st.sampled_from(["strict", "substring"]),
+    template=st.sampled_from(["tool_n1", "r2if"]),
+)
+def test_format_holds_exactly_when_both_halves_do(text, mode, template):
+    """The fine-grained reward scores the halves apart; together they are the format verdict."""
+    if template == "r2if":
+        text = text.replace("<think>", "<reason>").replace("</think>", "</reason>")
+        text = text.replace("<tool_call>", "<tool>").replace("</tool_call>", "</tool>")
+    for t in (text, text.replace("x", '[{"name": "f", "arguments": {}}]')):
+        p, parts = parse_completion(t, template, mode), parse_parts(t, template, mode)
+        assert p.format_ok == (parts.reasoning_ok and parts.calls is not None), (t, p, parts)
+        if p.format_ok:
+            assert p.calls == parts.calls
+
+
+def test_format_halves_on_examples():
+    right = '[{"name": "f", "arguments": {}}]'
+    assert parse_parts(f"<think>r</think><tool_call>{right}</tool_call>") == (True, [ToolCall("f", {})])
+    # no or an unclosed reasoning block: the call half still holds
+    assert parse_parts(f"<tool_call>{right}</tool_call>") == (False, [ToolCall("f", {})])
+    assert parse_parts(f"<think>r <tool_call>{right}</tool_call>") == (False, [ToolCall("f", {})])
+    # broken JSON after a right reasoning block: the reasoning half still holds
+    assert parse_parts("<think>r</think><tool_call>[{</tool_call>") == (True, None)
+    # text after the block breaks the strict call half, not the substring one
+    assert parse_parts(f"<think>r</think><tool_call>{right}</tool_call> ok?") == (True, None)
+    assert parse_parts(f"<think>r</think><tool_call>{right}</tool_call> ok?", mode="substring").calls
+    assert parse_parts(f"<think>r</think><tool_call>{right}</tool_call>", "python") == (False, None)
+    assert parse_parts(None) == (False, None)
+
+
+def toolrl_answer(calls, reasoning="r", response=None, key="parameters"):
+    lines = "\n".join(json.dumps({"name": c.name, key: c.arguments}) for c in calls)
+    text = f"<think>{reasoning}</think>\n<tool_call>\n{lines}\n</tool_call>"
+    return text + (f"\n<response>{response}</response>" if response is not None else "")
+
+
+TWO = [ToolCall("f", {"a": 1}), ToolCall("g", {})]
+
+
+@pytest.mark.parametrize(
+    "text, ok, calls",
+    [
+        (toolrl_answer(TWO), True, TWO),
+        ("  \n" + toolrl_answer(TWO) + "\n ", True, TWO),  # the answer is stripped first
+        (toolrl_answer(TWO, response="Done."), True, TWO),
+        ("<think>no tool fits</think>\n<response>Sorry.</response>", True, []),
+        ("<think>just thinking</think>", True, []),
+        (toolrl_answer(TWO).replace("</think>\n", "</think>"), False, None),  # newline required
+        (toolrl_answer(TWO).replace("<tool_call>\n", "<tool_call>"), False, None),
+        (toolrl_answer(TWO).replace("\n</tool_call>", "</tool_call>"), False, None),
+        (toolrl_answer(TWO) + " trailing", False, None),
+        ("Sure. " + toolrl_answer(TWO), False, None),
+        (toolrl_answer(TWO) + "\n" + toolrl_answer(TWO), False, None),  # two call blocks
+        (toolrl_answer(TWO, response="a") + "<response>b</response>", False, None),
+        ("<think>a</think>\n<think>b</think>\n<response>x</response>", True, []),  # as ToolRL's .*? allows
+        # the format is about tags: a block that does not decode passes it, with no calls
+        (toolrl_answer(TWO).replace('{"name": "g"', '{"name": g'), True, None),
+        (toolrl_answer(TWO, key="arguments"), True, None),  # "parameters" is ToolRL's key
+        ('<think>r</think>\n<tool_call>\n[{"name": "f", "parameters": {}}]\n</tool_call>', True, None),
+        (toolrl_answer(TWO).replace('\n{"name": "g"', '\n\n{"name": "g"'), True, None),  # an empty line
+    ],
+)
+def test_toolrl_grammar(text, ok, calls):
+    p = parse_completion(text, "toolrl")
+    assert p.format_ok == ok, p.error
+    assert p.calls == calls
+    if ok and calls is not None:
+        assert p.reasoning in ("r", "no tool fits", "just thinking", "a</think>\n<think>b")
+
+
+def test_toolrl_substring_mode_and_the_block_toolrl_reads():
+    loose = toolrl_answer(TWO).replace("</think>\n", "</think>  ").replace("<tool_call>\n", "<tool_call>")
+    assert not parse_completion(loose, "toolrl").format_ok
+    assert parse_completion(loose, "toolrl", "substring").calls == TWO
+    # the calls-only read: from the first <tool_call> to the next call tag of either kind
+    two = toolrl_answer(TWO[:1]) + "\n" + toolrl_answer(TWO[1:]).split("\n", 1)[1]
+    assert parse_calls(two, "toolrl").calls == TWO[:1]
+    nested = toolrl_answer(TWO).replace("<tool_call>\n", "<tool_call>\n<tool_call>\n", 1)
+    assert parse_calls(nested, "toolrl").calls is None  # ToolRL reads the empty text between the two
+    assert parse_calls("</tool_call> x <tool_call>\n" + json.dumps({"name": "f", "parameters": {}}),
+                       "toolrl").calls == [ToolCall("f", {})]  # a closing tag anywhere will do
+    assert parse_calls("<tool_call>\n" + json.dumps({"name": "f", "parameters": {}}), "toolrl").calls is None
+    assert parse_calls("an answer in words", "toolrl").calls == []
 
 
 def test_call_block_json_roundtrip_with_tag_text_inside_values():

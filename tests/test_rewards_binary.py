@@ -1,14 +1,13 @@
-"""Tool-N1 binary reward (Eq. 4), its fine-grained ablation (Table 3) and the ToolRL-style reward."""
+"""Tool-N1 binary reward (Eq. 4) and the agreement of every reward with the restated original scorers."""
 
 import json
 
 import pytest
 
+from tooltune.cli import main
 from tooltune.parsing import R2IF_REJECTION
 from tooltune.prompts import render_answer
 from tooltune.rewards import binary_reward, get_reward
-from tooltune.rewards.fine_grained import FineGrainedReward
-from tooltune.rewards.toolrl import ToolRLReward, multiset_jaccard, toolrl_correctness
 from tooltune.schema import ToolCall
 
 GOLD = [ToolCall("get_weather", {"city": "Paris", "days": 3})]
@@ -87,11 +86,30 @@ def test_known_hacks_score_zero_under_strict(name):
     assert binary_reward(HACKS[name], GOLD) == 0.0
 
 
-def test_substring_mode_reproduces_the_original_lenient_scorer():
-    # the original scorer accepts trailing text and repeated tags; strict does not
-    for name in ("text after call block", "repeated think", "text before think"):
-        assert binary_reward(HACKS[name], GOLD, format_mode="substring") == 1.0
-    assert binary_reward(HACKS["missing think"], GOLD, format_mode="substring") == 0.0
+def test_substring_mode_reproduces_the_original_scorer():
+    # the original scorer accepts text around the blocks; strict does not
+    for name in ("text after call block", "text before think", "two call blocks"):
+        expected = 0.0 if name == "two call blocks" else 1.0  # there the last block, [], counts
+        assert binary_reward(HACKS[name], GOLD, format_mode="substring") == expected
+    # each think tag once, </think> before the first <tool_call> (the adaptation's two rules)
+    for name in ("repeated think", "nested think", "call block before think", "missing think"):
+        assert binary_reward(HACKS[name], GOLD, format_mode="substring") == 0.0, name
+    right = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+    # a single object, duplicate keys (the last wins) and extra keys, as json.loads reads them
+    assert binary_reward(n1(right), GOLD, format_mode="substring") == 1.0
+    dup = '[{"name": "get_weather", "arguments": {"city": "Rome", "days": 3, "city": "Paris"}, "id": 1}]'
+    assert binary_reward(n1(dup), GOLD, format_mode="substring") == 1.0
+    assert binary_reward(n1(dup), GOLD) == 0.0  # strict refuses duplicate and extra keys
+    # arguments as a JSON string never equal an object (the original compares json.dumps of each)
+    as_string = json.dumps([{"name": "get_weather", "arguments": json.dumps(GOLD_DICTS[0]["arguments"])}])
+    assert binary_reward(n1(as_string), GOLD, format_mode="substring") == 0.0
+    # a stray closing tag after the block does not move it; an opening tag inside a block spoils it
+    assert binary_reward(GOOD + "</tool_call>", GOLD, format_mode="substring") == 1.0
+    nested = GOOD.replace("<tool_call>", "<tool_call><tool_call>")
+    assert binary_reward(nested, GOLD, format_mode="substring") == 0.0
+    # where the original raises (a bare scalar) or decodes again (double-encoded JSON), 0
+    assert binary_reward(n1("42"), GOLD, format_mode="substring") == 0.0
+    assert binary_reward(n1(json.dumps(json.dumps(GOLD_DICTS))), GOLD, format_mode="substring") == 0.0
 
 
 def test_require_format_false_scores_correctness_only():
@@ -134,68 +152,26 @@ def test_registry_binary_matches_function():
         get_reward("nope")
 
 
-# --- fine-grained (Tool-N1 Table 3): 1 if right, else 0.2 * format + 0.2 * names ----------------------------
+# --- agreement with the restated original scorers (bench/reward_agreement.py) --------------------------
 
 
-def test_fine_grained_worked_examples():
-    r = FineGrainedReward()
-    assert r(GOOD, GOLD) == 1.0
-    wrong_value = n1('[{"name": "get_weather", "arguments": {"city": "Rome", "days": 3}}]')
-    assert r(wrong_value, GOLD) == pytest.approx(0.2 + 0.2)  # format ok, names match
-    wrong_name = n1('[{"name": "get_news", "arguments": {"city": "Paris", "days": 3}}]')
-    assert r(wrong_name, GOLD) == pytest.approx(0.2)  # format ok only
-    assert r(HACKS["text after call block"], GOLD) == pytest.approx(0.2)  # names only (format broken)
-    assert r("garbage", GOLD) == 0.0
-    custom = FineGrainedReward(format_weight=0.1, name_weight=0.5)
-    assert custom(wrong_value, GOLD) == pytest.approx(0.6)
-    with pytest.raises(ValueError):
-        FineGrainedReward(format_weight=0.7, name_weight=0.7)
-
-
-# --- ToolRL: R_format + (6 * R_max / S_max - 3) -------------------------------------------------------
-
-
-def test_multiset_jaccard():
-    assert multiset_jaccard(["a", "a", "b"], ["a", "b", "b"]) == pytest.approx(2 / 4)
-    assert multiset_jaccard([], []) == 1.0
-    assert multiset_jaccard(["a"], []) == 0.0
-
-
-def test_toolrl_correctness_worked_examples():
-    gold = [ToolCall("f", {"a": 1, "b": "x"}), ToolCall("g", {})]
-    # exact: +3
-    assert toolrl_correctness([ToolCall("g", {}), ToolCall("f", {"b": "x", "a": 1})], gold) == 3.0
-    # S_max = 1 + |G| + sum |keys| = 1 + 2 + 2 = 5.
-    # pred f(a=1, b="y"), g(): r_name = 1; f pair: r_param 1 + r_value 1; g pair: r_param 1 (both empty) + 0
-    # R_max = 1 + 2 + 1 = 4 -> 6 * 4 / 5 - 3 = 1.8
-    assert toolrl_correctness([ToolCall("f", {"a": 1, "b": "y"}), ToolCall("g", {})], gold) == pytest.approx(
-        1.8
-    )
-    # pred f(a="1", c=2): r_name = |{f}| / |{f, g}| = 1/2; f pair: keys {a,b} vs {a,c}: 1/3, values 0
-    # R_max = 1/2 + 1/3 -> 6 * (5/6) / 5 - 3 = -2
-    assert toolrl_correctness([ToolCall("f", {"a": "1", "c": 2})], gold) == pytest.approx(-2.0)
-    assert toolrl_correctness(None, gold) == -3.0
-    # no call expected: [] is exact (+3), any call gets r_name 0 over S_max 1 -> -3
-    assert toolrl_correctness([], []) == 3.0
-    assert toolrl_correctness([ToolCall("f", {})], []) == -3.0
-
-
-def test_toolrl_uses_the_optimal_matching_not_the_first_one():
-    gold = [ToolCall("f", {"a": 1}), ToolCall("f", {"a": 2})]
-    pred = [ToolCall("f", {"a": 2}), ToolCall("f", {"a": 3})]
-    # best assignment pairs pred a=2 with gold a=2 (1 + 1) and a=3 with a=1 (1 + 0): total 3
-    # S_max = 1 + 2 + 2 = 5; r_name = 1 -> 6 * 4 / 5 - 3 = 1.8
-    assert toolrl_correctness(pred, gold) == pytest.approx(1.8)
-
-
-def test_toolrl_total_adds_the_format_term():
-    r = ToolRLReward()
-    assert r(GOOD, GOLD) == 4.0
-    # format broken but calls readable: 0 + 3
-    assert r(HACKS["text after call block"], GOLD) == 3.0
-    # no call block at all: 0 - 3
-    assert r("I think it is sunny.", GOLD) == -3.0
-    # S_max = 1 + 1 + 2 = 4; pred get_weather(city="Paris", days="3"): r_name 1, r_param 1, r_value 1
-    # -> 6 * 3 / 4 - 3 = 1.5, plus format 1
-    text = n1('[{"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}]')
-    assert r(text, GOLD) == pytest.approx(2.5)
+def test_agreement_bench_every_disagreement_is_documented(tmp_path, capsys):
+    out = tmp_path / "agreement.json"
+    assert main(["bench", "reward_agreement", "--n", "6", "--repeats", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["undocumented"] == []
+    table = report["agreement"]
+    assert len(table) >= 30 and all(c["n"] > 0 for row in table.values() for c in row.values())
+    for cls in ("well-formed, right", "well-formed, wrong value", "well-formed, a call missing",
+                "well-formed, duplicate call", "no reasoning block", "unclosed reasoning block",
+                "broken JSON after a right reasoning block", "arguments as a JSON string",
+                "nested call tags", "ToolRL format, right", "ToolRL format, wrong value"):
+        assert all(c["agree"] == c["n"] for c in table[cls].values()), cls
+    # substring and the original agree everywhere but on double-encoded JSON, and the original raises
+    # on a bare scalar
+    for cls, row in table.items():
+        c = row["binary substring"]
+        assert c["agree"] + c["original_raises"] == c["n"] or cls == "call list as a JSON string", cls
+    assert table["bare scalar in the block"]["binary substring"]["original_raises"] > 0
+    assert set(report["throughput"]) >= {"binary strict", "binary substring", "fine_grained strict", "toolrl"}
+    assert "| reward | ours /s |" in capsys.readouterr().out

@@ -14,6 +14,11 @@ GOLD = [ToolCall("get_weather", {"city": "Paris"})]
 GOLD_JSON = json.dumps([c.to_dict() for c in GOLD])
 GOOD = render_answer(GOLD, "tool_n1", reasoning="Paris weather.")
 WRONG = render_answer([ToolCall("get_weather", {"city": "Rome"})], "tool_n1", reasoning="Rome?")
+# ToolRL's own format: one JSON object per line with "parameters"
+TOOLRL_GOOD = (
+    '<think>Paris weather.</think>\n<tool_call>\n{"name": "get_weather", "parameters": {"city": "Paris"}}\n'
+    "</tool_call>"
+)
 
 
 def test_weighted_sum_and_logged_only_components():
@@ -44,7 +49,8 @@ def test_presets_build_and_r2if_needs_a_student():
         else:
             assert CompositeReward.from_preset(name).weights == PRESETS[name]["components"]
     toolrl = CompositeReward.from_preset("toolrl")
-    assert toolrl(GOOD, GOLD)["score"] == 4.0
+    assert toolrl(TOOLRL_GOOD, GOLD)["score"] == 4.0
+    assert toolrl(GOOD, GOLD)["score"] == 1.0 - 3.0  # Tool-N1's JSON list is not ToolRL's format
 
 
 def test_from_training_config_fields():
@@ -60,6 +66,7 @@ def test_from_training_config_fields():
 def test_composite_pickles():
     c = CompositeReward.from_preset("toolrl")
     clone = pickle.loads(pickle.dumps(TRLRewardFunction(c)))
+    assert clone.composite(TOOLRL_GOOD, GOLD) == c(TOOLRL_GOOD, GOLD)
     assert clone.composite(GOOD, GOLD) == c(GOOD, GOLD)
 
 
@@ -104,7 +111,7 @@ def test_verl_compute_score(monkeypatch):
     cfg = {"components": {"binary": 3.0}, "template": "r2if"}
     assert compute_score("tooltune", r2if, GOLD_JSON, {"reward": cfg})["score"] == 3.0
     monkeypatch.setenv("TOOLTUNE_REWARD", "toolrl")
-    assert compute_score("tooltune", GOOD, GOLD_JSON, {})["score"] == 4.0
+    assert compute_score("tooltune", TOOLRL_GOOD, GOLD_JSON, {})["score"] == 4.0
     monkeypatch.setenv("TOOLTUNE_REWARD", json.dumps({"components": {"binary": 2.0}}))
     assert compute_score("tooltune", GOOD, GOLD_JSON, {})["score"] == 2.0
 

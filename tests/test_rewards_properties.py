@@ -46,6 +46,11 @@ REWARDS = {
     ]
 }
 REWARDS["binary_r2if"] = get_reward("binary", template="r2if")
+REWARDS["binary_substring"] = get_reward("binary", format_mode="substring")
+REWARDS["fine_grained_substring"] = get_reward("fine_grained", format_mode="substring")
+REWARDS["fine_grained_r2if"] = get_reward("fine_grained", template="r2if")
+REWARDS["toolrl_toolrl"] = get_reward("toolrl", template="toolrl")
+REWARDS["toolrl_format_substring"] = get_reward("toolrl_format", template="toolrl", format_mode="substring")
 REWARDS["smv"] = SMVReward(encoder=HashEncoder(), tau=0.0)
 REWARDS["smv_r2if_default_tau"] = SMVReward(encoder=HashEncoder())
 
@@ -64,6 +69,9 @@ fragments = st.sampled_from(
         "</reason>",
         "<tool>",
         "</tool>",
+        "<response>",
+        "</response>",
+        '"parameters"',
         "Step2:",
         "#f#",
         "- a: 1\n",
@@ -90,9 +98,12 @@ template_soup = st.lists(fragments | st.text(max_size=6), max_size=40).map("".jo
 
 def structured(calls):
     block = json.dumps(calls)
+    lines = "\n".join(json.dumps(c) for c in calls) if isinstance(calls, list) else block
     return [
         f"<think>r</think>\n<tool_call>\n{block}\n</tool_call>",
         f"<reason>Step2:\n#f#\n- a: one\n</reason><tool>{block}</tool>",
+        f"<think>r</think>\n<tool_call>\n{lines}\n</tool_call>",
+        f"<think>r</think>\n<tool_call>\n{lines.replace('arguments', 'parameters')}\n</tool_call>",
     ]
 
 
@@ -180,6 +191,8 @@ def test_arbitrary_json_as_ground_truth_never_raises(answer):
         + ",".join(['{"name": "g", "arguments": {}}'] * 3_000)
         + "]</tool_call>",
         "<reason>Step2:\n" + "#f#\n- a: 1\n" * 20_000 + "</reason><tool>[]</tool>",
+        "<think>r</think>\n<tool_call>\n" + '{"name": "f", "parameters": {}}\n' * 2_000 + "</tool_call>",
+        "<think>r</think>\n<tool_call>\n" + "[" * 50_000 + "\n</tool_call>\n<response>" * 1_000,
         "\x00\ud800" * 1000,
     ],
 )

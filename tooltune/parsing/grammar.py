@@ -1,7 +1,8 @@
 """Output grammars: one `Grammar` object per answer format, the single owner of its tags.
 
 A grammar knows its reasoning and call tags, how to decode a call block, the fixed rejection text
-(R2IF), the prefix a CER student continues from, and how to read the calls alone (no format term).
+(R2IF), the prefix a CER student continues from, how to read the calls alone (no format term), and
+how its format splits into a reasoning half and a call half (the fine-grained reward's terms).
 Prompt templates hold a grammar; rewards, the CER prefix and the entropy-region tagger read the tags
 from it, so no other module spells a tag.
 
@@ -10,32 +11,73 @@ Grammars:
   (Tool-N1, arXiv 2505.00024). A single object is a one-call list; ``[]`` is an explicit no-call.
 - ``r2if``: ``<reason>R</reason><tool>[…]</tool>``, or the rejection text `R2IF_REJECTION` inside
   ``<tool>`` for irrelevant requests (R2IF).
+- ``toolrl``: ``<think>R</think>\\n<tool_call>\\n{"name": …, "parameters": {…}}\\n…\\n</tool_call>``,
+  one JSON object per line, optionally followed by ``\\n<response>…</response>``; an answer without a
+  call is ``<think>R</think>\\n<response>…</response>`` (ToolRL, Qian et al. 2025).
 - ``hermes``: one JSON object per ``<tool_call>…</tool_call>`` block, free text elsewhere.
 - ``python``: a Python-call list ``[func(a=1, b='x'), mod.f()]`` (BFCL, ACEBench, ToolACE; names may
   contain dots and spaces).
 - ``json``: a bare JSON list of call objects.
 
-Format modes: ``strict`` (exactly one reasoning block then exactly one call block, nothing but
-whitespace around them; defeats the repeated-``<think>`` reward hack) and ``substring`` (the
-papers' original scorer: the tags merely appear somewhere and the last call block counts).
+Format modes (`MODES`):
+- ``strict``: exactly one reasoning block with non-empty reasoning, then exactly one call block,
+  nothing but whitespace around them, the block decoded under `json_calls.STRICT` (defeats the
+  repeated-``<think>`` and trailing-text reward hacks). For ``toolrl``: ToolRL's own format rule,
+  whitespace included.
+- ``substring``: the rules of Tool-N1's released scorer. The last complete call block counts (the last
+  match of the non-greedy pattern ``<tool_call>(.*?)</tool_call>``) and is decoded under
+  `json_calls.ORIGINAL`; ``<think>`` and ``</think>`` each appear exactly once and ``</think>`` comes
+  before the first ``<tool_call>`` (the two format rules of the Trinity-RFT adaptation of that scorer,
+  which the paper's format, one reasoning block then the call, also states); any other text may
+  surround the blocks. For ``toolrl``: the same blocks in the same order, any whitespace between them.
+
+`CALLS` is the internal mode of `tooltune.parsing.parse_calls`: the call block alone, read as
+``substring`` reads it (``toolrl``: the block ToolRL reads), no format term.
+
+Every decoder returns ``calls=None`` when the format fails (evaluation reads ``calls is None`` as a
+failed answer); only ``toolrl``, whose format is about tags, may pass the format with ``calls=None``
+when its block does not decode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from tooltune.parsing.json_calls import decode_json_calls, strip_fence
+from tooltune.parsing.json_calls import (
+    LENIENT,
+    ORIGINAL,
+    STRICT,
+    decode_json_calls,
+    decode_json_lines,
+    json_call_names,
+    strip_fence,
+)
 from tooltune.parsing.limits import MAX_CALLS
 from tooltune.parsing.python_calls import python_calls_with_error
 from tooltune.schema import Parsed, ToolCall
 
 MODES = ("strict", "substring")
+CALLS = "calls"
+"""Decode mode of `parse_calls`: only the calls, no format term."""
 
-R2IF_REJECTION = "I cannot complete this request because none of the available functions fits it."
-"""The fixed text an R2IF answer puts inside <tool> when no function should be called."""
+R2IF_REJECTION = "None of function can be used"
+"""The fixed text an R2IF answer puts inside <tool> when no function should be called: the R2IF paper's
+exact wording (kept as written there, so that answers trained on its data and prompts parse)."""
 
 Tags = tuple[str, str]
+
+
+class Parts(NamedTuple):
+    """A completion's format split into its halves (the fine-grained reward's terms).
+
+    `reasoning_ok`: the reasoning half of the mode's format holds. `calls`: the calls of the call half
+    when that half holds (under the mode's call-block rules), else None. The mode's format holds
+    exactly when both halves do."""
+
+    reasoning_ok: bool
+    calls: list[ToolCall] | None
 
 
 @dataclass(frozen=True)
@@ -44,7 +86,7 @@ class Grammar:
 
     name: str
     decode: Callable[[str, str], Parsed]
-    """(text, mode) -> Parsed; may assume `text` is a string within the size bound."""
+    """(text, mode) -> Parsed, `mode` one of `MODES` or `CALLS`; may assume `text` is a string."""
     reasoning: Tags | None = None
     """(open, close) of the reasoning block, when the format has one."""
     call: Tags | None = None
@@ -55,9 +97,14 @@ class Grammar:
     """The fixed no-call text inside the call block (R2IF)."""
     continuation: Tags | None = None
     """(before, after) the reasoning in the prefix a student continues from (R2IF CER)."""
+    response: Tags | None = None
+    """(open, close) of a free-text answer block (ToolRL's ``<response>``); not among `tags`."""
+    split: Callable[[str, str], Parts] | None = None
+    """(text, mode) -> Parts, for grammars whose format has a reasoning half and a call half."""
 
     @property
     def tags(self) -> tuple[str, ...]:
+        """The reasoning and call tags (the tiny tokenizer's tag tokens; escaped in rendered JSON)."""
         return (*(self.reasoning or ()), *(self.call or ()))
 
     def continuation_prefix(self, reasoning: str) -> str:
@@ -67,47 +114,47 @@ class Grammar:
         before, after = self.continuation
         return f"{before}{reasoning}{after}"
 
-    def lenient_text(self, text: str) -> str:
-        """`text` prepared for a calls-only read in substring mode: the reasoning tags the substring
-        rule insists on are supplied empty in front, so only the last call block decides."""
-        return "".join(self.reasoning) + text if self.two_blocks and self.reasoning else text
+    def parts(self, text: str, mode: str) -> Parts:
+        """The halves of `text`'s format under `mode` (see `Parts`). Grammars without the two halves
+        count the whole format as the reasoning half: (format ok, calls when it is)."""
+        if self.split is not None:
+            return self.split(text, mode)
+        p = self.decode(text, mode)
+        return Parts(p.format_ok, p.calls if p.format_ok else None)
+
+    def call_names(self, text: str) -> list[str] | None:
+        """The function names of the call block `parse_calls` reads, including calls whose arguments
+        cannot be compared (the fine-grained name term); None when the block is not a call list."""
+        if self.two_blocks and self.call:
+            block = _last_block(text, *self.call)
+            if block is None:
+                return None
+            content = text[block[0] : block[1]]
+            if self.rejection and _normalize_ws(content) == _normalize_ws(self.rejection):
+                return []
+            return json_call_names(content)
+        calls = self.decode(text, CALLS).calls
+        return None if calls is None else [c.name for c in calls]
 
 
-def _one_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | str:
-    """(start, end) of the single block's content, or the reason there is not exactly one."""
+class _Bad(NamedTuple):
+    """Why a half of the format fails; count errors (stage 0) are reported before placement errors."""
+
+    stage: int
+    why: str
+
+
+def _one_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | _Bad:
+    """(start, end) of the single block's content, or why there is not exactly one."""
     n_open, n_close = text.count(open_tag), text.count(close_tag)
     if n_open != 1 or n_close != 1:
-        return (
-            f"expected one {open_tag}…{close_tag} block, found {n_open} {open_tag} and {n_close} {close_tag}"
-        )
+        found = f"found {n_open} {open_tag} and {n_close} {close_tag}"
+        return _Bad(0, f"expected one {open_tag}…{close_tag} block, {found}")
     start = text.find(open_tag) + len(open_tag)
     end = text.find(close_tag)
     if end < start:
-        return f"{close_tag} comes before {open_tag}"
+        return _Bad(1, f"{close_tag} comes before {open_tag}")
     return start, end
-
-
-def _split_strict(text: str, think: Tags, call: Tags) -> tuple[str, str] | str:
-    """ws, reasoning block, ws, call block, ws: (reasoning, block) or the reason it does not fit."""
-    r = _one_block(text, *think)
-    if isinstance(r, str):
-        return r
-    c = _one_block(text, *call)
-    if isinstance(c, str):
-        return c
-    (r0, r1), (c0, c1) = r, c
-    if c0 < r1:
-        return f"{call[0]} block must follow the {think[0]} block"
-    if text[: r0 - len(think[0])].strip():
-        return f"text before {think[0]}"
-    if text[r1 + len(think[1]) : c0 - len(call[0])].strip():
-        return f"text between {think[1]} and {call[0]}"
-    if text[c1 + len(call[1]) :].strip():
-        return f"text after {call[1]}"
-    reasoning = text[r0:r1]
-    if not reasoning.strip():
-        return f"empty {think[0]} block"
-    return reasoning.strip(), text[c0:c1]
 
 
 def _last_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | None:
@@ -126,60 +173,238 @@ def _last_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | N
         last, pos = (start + len(open_tag), end), end + len(close_tag)
 
 
-def _split_substring(text: str, think: Tags, call: Tags) -> tuple[str, str] | str:
-    """Original scorer: all four tags present anywhere; the last complete call block counts."""
-    missing = [t for t in (*think, *call) if t not in text]
-    if missing:
-        return f"missing tag(s) {' '.join(missing)}"
-    block = _last_block(text, *call)
-    if block is None:
-        return f"no complete {call[0]}…{call[1]} block"
-    c0, c1 = block
-    r0 = text.find(think[0])
-    r1 = text.find(think[1], r0 + len(think[0]))
-    reasoning = text[r0 + len(think[0]) : r1].strip() if r1 >= 0 else ""
-    return reasoning, text[c0:c1]
+def _normalize_ws(s: str) -> str:
+    return " ".join(s.split())
 
 
-def _split(text: str, mode: str, think: Tags, call: Tags) -> tuple[str, str] | str:
-    return (_split_strict if mode == "strict" else _split_substring)(text, think, call)
+BlockDecoder = Callable[[str, str], tuple[list[ToolCall] | None, str | None, bool]]
+"""(call block content, json rules) -> (calls, error, rejected)."""
+
+
+@dataclass(frozen=True)
+class _TwoBlocks:
+    """The Tool-N1-style format: a reasoning block, then a call block holding a JSON call list."""
+
+    think: Tags
+    call: Tags
+    block: BlockDecoder
+
+    # --- strict: exactly one of each block, whitespace around, strict JSON ---------------------------
+
+    def strict_reasoning(self, text: str) -> str | _Bad:
+        """The reasoning half: the text before the call block (all of it when there is none) is one
+        non-empty reasoning block with only whitespace around it."""
+        think, call_open = self.think, self.call[0]
+        r = _one_block(text, *think)
+        if isinstance(r, _Bad):
+            return r
+        r0, r1 = r
+        p = text.find(call_open)
+        p = len(text) if p < 0 else p
+        end = r1 + len(think[1])
+        if end > p:
+            return _Bad(1, f"{call_open} block must follow the {think[0]} block")
+        if text[: r0 - len(think[0])].strip():
+            return _Bad(1, f"text before {think[0]}")
+        if text[end:p].strip():
+            return _Bad(1, f"text between {think[1]} and {call_open}")
+        reasoning = text[r0:r1].strip()
+        if not reasoning:
+            return _Bad(1, f"empty {think[0]} block")
+        return reasoning
+
+    def strict_call(self, text: str) -> tuple[int, int] | _Bad:
+        """The call half: exactly one call block with nothing but whitespace after it."""
+        c = _one_block(text, *self.call)
+        if isinstance(c, _Bad):
+            return c
+        if text[c[1] + len(self.call[1]) :].strip():
+            return _Bad(1, f"text after {self.call[1]}")
+        return c
+
+    # --- substring: the original scorer's rules --------------------------------------------------------
+
+    def original_reasoning(self, text: str) -> str | _Bad:
+        """The reasoning half: both reasoning tags, each exactly once, the closing one before the
+        first call tag; the reasoning is what lies between them (empty if they are in reverse)."""
+        (open_, close), call_open = self.think, self.call[0]
+        n_open, n_close = text.count(open_), text.count(close)
+        if n_open != 1 or n_close != 1:
+            return _Bad(0, f"expected one {open_} and one {close}, found {n_open} and {n_close}")
+        r0, r1 = text.find(open_), text.find(close)
+        first_call = text.find(call_open)
+        if 0 <= first_call < r1:
+            return _Bad(1, f"{close} must come before the first {call_open}")
+        return text[r0 + len(open_) : r1].strip() if r0 < r1 else ""
+
+    def original_call(self, text: str) -> tuple[list[ToolCall] | None, str | None, bool]:
+        """The call half: the last complete call block, decoded under the original rules."""
+        c = _last_block(text, *self.call)
+        if c is None:
+            return None, f"no complete {self.call[0]}…{self.call[1]} block", False
+        return self.block(text[c[0] : c[1]], ORIGINAL)
+
+    # --- grammar interface ---------------------------------------------------------------------------
+
+    def decode(self, text: str, mode: str) -> Parsed:
+        if mode == CALLS:
+            calls, err, rejected = self.original_call(text)
+            return Parsed(None, calls, calls is not None, err, rejected=rejected)
+        if mode == "strict":
+            r = self.strict_reasoning(text)
+            if isinstance(r, _Bad) and r.stage == 0:  # reported first whatever the call half holds
+                return Parsed(None, None, False, r.why)
+            c = self.strict_call(text)
+            if isinstance(r, _Bad) or isinstance(c, _Bad):
+                bad = [x for x in (r, c) if isinstance(x, _Bad)]
+                return Parsed(None, None, False, min(bad, key=lambda b: b.stage).why)
+            calls, err, rejected = self.block(text[c[0] : c[1]], STRICT)
+            return Parsed(r, calls, calls is not None, err, rejected=rejected)
+        calls, err, rejected = self.original_call(text)
+        if calls is None:
+            return Parsed(None, None, False, err)
+        r = self.original_reasoning(text)
+        if isinstance(r, _Bad):
+            return Parsed(None, None, False, r.why)
+        return Parsed(r, calls, True, None, rejected=rejected)
+
+    def parts(self, text: str, mode: str) -> Parts:
+        if mode == "strict":
+            reasoning_ok = isinstance(self.strict_reasoning(text), str)
+            c = self.strict_call(text)
+            calls = None if isinstance(c, _Bad) else self.block(text[c[0] : c[1]], STRICT)[0]
+            return Parts(reasoning_ok, calls)
+        return Parts(isinstance(self.original_reasoning(text), str), self.original_call(text)[0])
 
 
 _THINK: Tags = ("<think>", "</think>")
 _TOOL_CALL: Tags = ("<tool_call>", "</tool_call>")
 _REASON: Tags = ("<reason>", "</reason>")
 _TOOL: Tags = ("<tool>", "</tool>")
+_RESPONSE: Tags = ("<response>", "</response>")
 
 
-def _decode_tool_n1(text: str, mode: str) -> Parsed:
-    split = _split(text, mode, _THINK, _TOOL_CALL)
-    if isinstance(split, str):
-        return Parsed(None, None, False, split)
-    reasoning, block = split
-    calls, err = decode_json_calls(block, strict=mode == "strict")
-    return Parsed(reasoning, calls, calls is not None, err)
-
-
-def _normalize_ws(s: str) -> str:
-    return " ".join(s.split())
+def _tool_n1_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | None, bool]:
+    calls, err = decode_json_calls(block, rules)
+    return calls, err, False
 
 
 _REJECTION_NORMALIZED = _normalize_ws(R2IF_REJECTION)
 
 
-def _decode_r2if(text: str, mode: str) -> Parsed:
-    split = _split(text, mode, _REASON, _TOOL)
-    if isinstance(split, str):
-        return Parsed(None, None, False, split)
-    reasoning, block = split
+def _r2if_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | None, bool]:
     if _normalize_ws(block) == _REJECTION_NORMALIZED:
-        return Parsed(reasoning, [], True, None, rejected=True)
-    calls, err = decode_json_calls(block, strict=mode == "strict")
-    if calls == [] and mode == "strict":
-        return Parsed(
-            reasoning, None, False, "empty call list: answer irrelevant requests with the rejection text"
-        )
-    return Parsed(reasoning, calls, calls is not None, err)
+        return [], None, True
+    calls, err = decode_json_calls(block, rules)
+    if calls == [] and rules == STRICT:
+        return None, "empty call list: answer irrelevant requests with the rejection text", False
+    return calls, err, False
+
+
+_TOOL_N1 = _TwoBlocks(_THINK, _TOOL_CALL, _tool_n1_block)
+_R2IF = _TwoBlocks(_REASON, _TOOL, _r2if_block)
+
+
+# --- toolrl -----------------------------------------------------------------------------------------
+
+
+def _toolrl_block(text: str) -> tuple[int, int] | None:
+    """The block ToolRL reads: both call tags somewhere in the text, then from the first opening tag to
+    the next call tag of either kind (to the end of the text when none follows)."""
+    open_, close = _TOOL_CALL
+    if open_ not in text or close not in text:
+        return None
+    start = text.find(open_) + len(open_)
+    ends = [e for e in (text.find(open_, start), text.find(close, start)) if e >= 0]
+    return start, min(ends) if ends else len(text)
+
+
+def _toolrl_calls(text: str) -> tuple[list[ToolCall] | None, str | None]:
+    """The calls of ToolRL's block; [] when the text has no call tag at all (an answer in words)."""
+    if _TOOL_CALL[0] not in text:
+        return [], None
+    block = _toolrl_block(text)
+    if block is None:
+        return None, f"no {_TOOL_CALL[1]} to close {_TOOL_CALL[0]}"
+    return decode_json_lines(text[block[0] : block[1]])
+
+
+def _sep_ok(seg: str, strict: bool) -> bool:
+    """ToolRL's separator between blocks: one newline (`strict`), or any whitespace."""
+    return seg == "\n" if strict else not seg.strip()
+
+
+def _toolrl_reasoning(s: str, p: int, strict: bool) -> str | _Bad:
+    """The reasoning of stripped text `s` whose next block starts at `p`: `s` starts with ``<think>``
+    and the last ``</think>`` before `p` is followed by the separator alone."""
+    (t_open, t_close) = _THINK
+    k = s.rfind(t_close, len(t_open), p)
+    if k < 0 or not _sep_ok(s[k + len(t_close) : p], strict):
+        return _Bad(1, f"{t_close} and a newline must come right before {s[p : s.find('>', p) + 1]}")
+    return s[len(t_open) : k].strip()
+
+
+def _toolrl_response_ok(s: str, rest: str) -> bool:
+    """`rest`, the end of stripped text `s`, is the one response block of `s`."""
+    a_open, a_close = _RESPONSE
+    return (
+        rest.startswith(a_open)
+        and rest.endswith(a_close)
+        and len(rest) >= len(a_open) + len(a_close)
+        and s.count(a_open) == 1
+        and s.count(a_close) == 1
+    )
+
+
+def _toolrl_shape(text: str, mode: str) -> str | _Bad:
+    """ToolRL's format rule on the stripped text (its regular expressions, checked in linear time):
+    ``<think>R</think>`` then ``\\n<tool_call>\\n…\\n</tool_call>`` optionally followed by
+    ``\\n<response>…</response>``, or ``\\n<response>…</response>`` alone, or nothing; call and response
+    tags exactly once each when present. ``substring`` accepts any whitespace where ``strict`` wants one
+    newline. Returns the reasoning or why the format fails."""
+    s = text.strip()
+    strict = mode == "strict"
+    (t_open, t_close), (c_open, c_close), (a_open, a_close) = _THINK, _TOOL_CALL, _RESPONSE
+    if not s.startswith(t_open):
+        return _Bad(1, f"the answer must start with {t_open}")
+    i = s.find(c_open)
+    if i >= 0:
+        if s.count(c_open) != 1 or s.count(c_close) != 1:
+            return _Bad(0, f"expected one {c_open} and one {c_close}")
+        j = s.find(c_close)
+        if j < i:
+            return _Bad(1, f"{c_close} comes before {c_open}")
+        inner = s[i + len(c_open) : j]
+        if strict and not (len(inner) >= 2 and inner[0] == "\n" and inner[-1] == "\n"):
+            return _Bad(1, f"the calls must sit on their own lines between {c_open} and {c_close}")
+        rest = s[j + len(c_close) :]
+        if rest:
+            a = rest.find(a_open)
+            if a < 0 or not _sep_ok(rest[:a], strict) or not _toolrl_response_ok(s, rest[a:]):
+                return _Bad(1, f"only a {a_open}…{a_close} block may follow {c_close}")
+        return _toolrl_reasoning(s, i, strict)
+    a = s.find(a_open)
+    if a >= 0:
+        if not _toolrl_response_ok(s, s[a:]):
+            return _Bad(1, f"expected one {a_open}…{a_close} block at the end")
+        return _toolrl_reasoning(s, a, strict)
+    if not s.endswith(t_close) or len(s) < len(t_open) + len(t_close):
+        return _Bad(1, f"an answer without {c_open} or {a_open} is one {t_open}…{t_close} block")
+    return s[len(t_open) : -len(t_close)].strip()
+
+
+def _decode_toolrl(text: str, mode: str) -> Parsed:
+    if mode == CALLS:
+        calls, err = _toolrl_calls(text)
+        return Parsed(None, calls, calls is not None, err)
+    r = _toolrl_shape(text, mode)
+    if isinstance(r, _Bad):
+        return Parsed(None, None, False, r.why)
+    calls, err = _toolrl_calls(text)
+    return Parsed(r, calls, True, err)
+
+
+# --- hermes, python, json ------------------------------------------------------------------------------
 
 
 def _decode_hermes(text: str, mode: str) -> Parsed:
@@ -196,7 +421,7 @@ def _decode_hermes(text: str, mode: str) -> Parsed:
         if end < 0:
             return Parsed(None, None, False, f"unclosed {open_tag}")
         outside.append(text[pos:start])
-        found, err = decode_json_calls(text[start + len(open_tag) : end], strict=False)
+        found, err = decode_json_calls(text[start + len(open_tag) : end], LENIENT)
         if found is None:
             return Parsed(None, None, False, err)
         calls.extend(found)
@@ -208,7 +433,7 @@ def _decode_hermes(text: str, mode: str) -> Parsed:
         return Parsed(None, None, False, f"stray {close_tag}")
     reasoning = rest
     r = _one_block(rest, *_THINK)
-    if not isinstance(r, str):
+    if not isinstance(r, _Bad):
         reasoning = rest[r[0] : r[1]]
     return Parsed(reasoning.strip(), calls, True, None)
 
@@ -219,17 +444,18 @@ def _decode_python(text: str, mode: str) -> Parsed:
 
 
 def _decode_json(text: str, mode: str) -> Parsed:
-    calls, err = decode_json_calls(strip_fence(text), strict=False)
+    calls, err = decode_json_calls(strip_fence(text), LENIENT)
     return Parsed(None, calls, calls is not None, err)
 
 
 GRAMMARS: dict[str, Grammar] = {
     g.name: g
     for g in (
-        Grammar("tool_n1", _decode_tool_n1, _THINK, _TOOL_CALL, two_blocks=True,
-                continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n")),
-        Grammar("r2if", _decode_r2if, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
-                continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}")),
+        Grammar("tool_n1", _TOOL_N1.decode, _THINK, _TOOL_CALL, two_blocks=True,
+                continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n"), split=_TOOL_N1.parts),
+        Grammar("r2if", _R2IF.decode, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
+                continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}"), split=_R2IF.parts),
+        Grammar("toolrl", _decode_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE),
         Grammar("hermes", _decode_hermes, _THINK, _TOOL_CALL),
         Grammar("python", _decode_python),
         Grammar("json", _decode_json),

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooltune.parsing import MODES, parse_calls, parse_completion
+from tooltune.parsing import MODES, Parts, parse_call_names, parse_calls, parse_completion, parse_parts
 from tooltune.prompts import grammar_for
 from tooltune.schema import Parsed, ToolCall, calls_from_any
 
@@ -80,7 +80,7 @@ class ParseCache:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._parsed: dict[tuple[str, str], Parsed] = {}
+        self._parsed: dict[tuple[str, str], Any] = {}
 
     def get(self, grammar: str, mode: str = "strict") -> Parsed:
         """The parse of the text under grammar `grammar` (a name) and `mode` (or `LENIENT`)."""
@@ -93,6 +93,20 @@ class ParseCache:
                 parsed = parse_completion(self.text, grammar, mode)
             self._parsed[key] = parsed
         return parsed
+
+    def parts(self, grammar: str, mode: str = "strict") -> Parts:
+        """The format's two halves under `mode` (`tooltune.parsing.parse_parts`)."""
+        key = (grammar, "parts:" + mode)
+        if key not in self._parsed:
+            self._parsed[key] = parse_parts(self.text, grammar, mode)
+        return self._parsed[key]
+
+    def names(self, grammar: str) -> list[str] | None:
+        """The function names of the calls-only read (`tooltune.parsing.parse_call_names`)."""
+        key = (grammar, "names")
+        if key not in self._parsed:
+            self._parsed[key] = parse_call_names(self.text, grammar)
+        return self._parsed[key]
 
 
 def check_template(template: str, format_mode: str, where: str) -> None:

@@ -6,17 +6,21 @@
 `format_ok` is the parser's verdict (`tooltune.parsing.parse_completion`, under the template's grammar):
 under `strict` for `tool_n1`, exactly one `<think>…</think>` with non-empty reasoning followed by
 exactly one `<tool_call>…</tool_call>` holding a JSON list of {"name", "arguments"} objects (or one
-such object), nothing but whitespace around; `[]` is an explicit "no call". `substring` reproduces the
-original scorer (tags anywhere, last call block counts) for comparison. For `r2if` the format is one
-`<reason>` block then one `<tool>` block, and the fixed rejection text inside `<tool>` is an explicit
-"no call" (correct exactly when the answer is empty).
+such object), nothing but whitespace around; `[]` is an explicit "no call". `substring` follows the
+authors' scorer (the last call block counts, read with `json.loads`; `<think>` and `</think>` once each,
+before the first `<tool_call>`; any text around), except where that scorer raises (a bare scalar in the
+block scores 0) or accepts what the paper's format is not (a call list encoded as a JSON string scores
+0); docs/rewards.md lists every difference. For `r2if` the format is one `<reason>` block then one
+`<tool>` block, and the fixed rejection text inside `<tool>` is an explicit "no call" (correct exactly
+when the answer is empty).
 
 `calls(c) == a*` is `tooltune.matching.calls_match`: a multiset comparison, order-free over calls and
 argument keys, values compared as typed JSON values ("5" != 5, 5 != 5.0, true != 1).
 
 `require_format=False` drops the format term: the Tool-N1 ablation "binary without reasoning format"
 and the multi-turn recipe of the efficiency paper (tool-call correctness only). The calls are then
-read leniently (the last call block, whatever surrounds it) so that only correctness counts.
+read as `substring` reads them (the last call block, whatever surrounds it; the authors' scorer for this
+ablation does the same) so that only correctness counts.
 """
 
 from __future__ import annotations

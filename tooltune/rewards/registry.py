@@ -42,10 +42,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "tool_n1_no_format": {"components": {"correctness": 1.0, "format": 0.0}, "template": "tool_n1"},
     # Efficiency paper (arXiv 2606.00135) multi-turn recipe: tool-call correctness only.
     "multi_turn": {"components": {"correctness": 1.0, "format": 0.0}, "template": "tool_n1"},
-    # ToolRL (Qian et al. 2025): R_format + R_correct in [-3, 4], exact match logged.
+    # ToolRL (Qian et al. 2025): R_format + R_correct in [-3, 4] on ToolRL's own output format (one JSON
+    # object per line with "parameters", optional <response>), exact match logged.
     "toolrl": {
         "components": {"toolrl_format": 1.0, "toolrl_correctness": 1.0, "binary": 0.0},
-        "template": "tool_n1",
+        "template": "toolrl",
     },
     # R2IF: 3 * R_binary + R_cer + R_smv (needs a student backend: params cer={"student": ...}).
     "r2if": {"components": {"binary": 3.0, "cer": 1.0, "smv": 1.0}, "template": "r2if"},
