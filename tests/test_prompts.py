@@ -96,7 +96,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("sample", CASES, ids=lambda s: s.category)
-@pytest.mark.parametrize("template", ["tool_n1", "r2if", "bfcl", "bfcl_strong"])
+@pytest.mark.parametrize("template", ["tool_n1", "r2if", "bfcl", "bfcl_strong", "toolrl", "tool_n1_compact"])
 def test_every_category_round_trips(sample, template):
     text = render_target(sample, template)
     p = parse_completion(text, grammar_for(template))
@@ -322,3 +322,12 @@ def test_templates_import_without_bfcl_eval_and_say_what_is_missing(monkeypatch)
             "Functions: [")
     finally:
         bfcl_default_system.cache_clear()
+
+
+@pytest.mark.parametrize("sample", CASES, ids=lambda s: s.category)
+def test_toolrl_targets_score_the_toolrl_maximum(sample):
+    from tooltune.rewards import get_reward
+
+    text = render_target(sample, "toolrl")
+    assert '"parameters"' in text or not sample.answer
+    assert get_reward("toolrl")(text, sample.answer) == 4.0

@@ -39,8 +39,11 @@ from typing import Any
 from tooltune.parsing import GRAMMARS, R2IF_REJECTION, Grammar, get_grammar
 from tooltune.schema import ToolCall, ToolSpec
 
-TAGS = tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in g.tags))
+TAGS = tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.response or ()))))
 """Every tag of every grammar: stripped from reasoning text and escaped inside rendered JSON."""
+
+TOOLRL_NO_CALL_REPLY = "None of the available tools can help with this request."
+"""The `<response>` of a ToolRL-format answer that makes no call (the data has no reply text)."""
 
 
 def tools_block(tools: Sequence[ToolSpec]) -> str:
@@ -202,6 +205,11 @@ def _json_calls(calls: Sequence[ToolCall]) -> str:
     return text
 
 
+def _json_line(obj: Any) -> str:
+    text = json.dumps(obj, ensure_ascii=False)
+    return text.replace("<", "\\u003c") if any(t in text for t in TAGS) else text
+
+
 def _clean_reasoning(reasoning: str) -> str:
     for t in TAGS:
         reasoning = reasoning.replace(t, "")
@@ -267,6 +275,13 @@ def render_answer(
     if grammar.name == "hermes":
         blocks = "\n".join(f"{grammar.call[0]}\n{_json_calls([c])[1:-1]}\n{grammar.call[1]}" for c in calls)
         return "\n".join(x for x in (r, blocks) if x)
+    if grammar.name == "toolrl":
+        r = r or (default_reasoning or _default_reasoning_tool_n1)(calls) if include_reasoning else r
+        head = f"{grammar.reasoning[0]}{r}{grammar.reasoning[1]}\n" if include_reasoning else ""
+        if not calls:
+            return f"{head}{grammar.response[0]}{TOOLRL_NO_CALL_REPLY}{grammar.response[1]}"
+        lines = "\n".join(_json_line({"name": c.name, "parameters": c.arguments}) for c in calls)
+        return f"{head}{grammar.call[0]}\n{lines}\n{grammar.call[1]}"
     if grammar.name == "python":
         return python_calls(calls)
     return _json_calls(calls)
@@ -300,6 +315,25 @@ class PromptTemplate:
         return text.replace("{tools}", listing).replace("{rejection}", R2IF_REJECTION)
 
 
+TOOLRL_SYSTEM = """You are a helpful multi-turn assistant that can call tools to complete the user's task.
+
+# Available tools
+{tools}
+
+# Steps for each turn
+1. Think: inside <think></think>, reason about the user's request, the conversation so far and which tools, if any, serve it.
+2. Decide on tool use: when tools are needed, list the calls inside <tool_call></tool_call>, one JSON object per line, each {"name": <tool name>, "parameters": {<parameter>: <value>}} ("parameters" is {} when the tool takes none).
+3. Respond: when no tool fits, or to speak to the user, write the reply inside <response></response>.
+
+# Output format
+<think> your reasoning </think>
+<tool_call>
+{"name": "...", "parameters": {...}}
+</tool_call>
+<response> optional reply </response>
+
+Always start with <think>. Put calls only inside <tool_call>, never in <response>."""
+
 TOOL_N1_COMPACT_SYSTEM = (
     "Tools:\n<tools>\n{tools}\n</tools>\nThink in <think></think>, then give the JSON list of calls "
     "in <tool_call></tool_call> ([] if no tool fits)."
@@ -310,6 +344,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
     "r2if": PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
     "bfcl": PromptTemplate("bfcl", bfcl_default_system, GRAMMARS["python"], "json_list"),
     "bfcl_strong": PromptTemplate("bfcl_strong", bfcl_strong_system, GRAMMARS["python"], "json_list"),
+    "toolrl": PromptTemplate("toolrl", TOOLRL_SYSTEM, GRAMMARS["toolrl"]),
     "tool_n1_compact": PromptTemplate(
         "tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures", _compact_reasoning
     ),
