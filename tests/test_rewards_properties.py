@@ -224,3 +224,11 @@ def test_cer_stays_in_range_on_arbitrary_completions_and_continuations(completio
     for answer in (GOLD, []):
         assert -1.0 <= cer(completion, answer, prompt=prompt, sample_id="s") <= 1.0
     assert FAILURES.records == []
+
+
+def test_hostile_json_columns_read_as_none_and_never_raise():
+    from tooltune.rewards.base import load_json_column
+
+    for hostile in ("[" * 100_000, "1" * 5_000, '{"a": NaN}', "\xff{", "{"):
+        assert load_json_column(hostile) is None
+    assert load_json_column('{"tools": []}') == {"tools": []}

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import abc
 import functools
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooltune.parsing import MODES, Parts, parse_call_names, parse_calls, parse_completion, parse_parts
 from tooltune.prompts import grammar_for
-from tooltune.schema import Parsed, ToolCall, calls_from_any
+from tooltune.schema import Parsed, SchemaError, ToolCall, calls_from_any, loads_record
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +63,12 @@ def _gold_from_json(answer: str) -> list[ToolCall]:
 
 
 def load_json_column(value: Any) -> Any:
-    """Dataset columns `tools` and `meta` arrive as JSON strings in TRL rows and as objects elsewhere."""
+    """Dataset columns `tools` and `meta` arrive as JSON strings in TRL rows and as objects elsewhere;
+    a column that is not a readable record (bad JSON, too deep, a huge integer) reads as None."""
     if isinstance(value, str):
         try:
-            return json.loads(value) if value.strip() else None
-        except json.JSONDecodeError:
+            return loads_record(value, "column") if value.strip() else None
+        except SchemaError:
             return None
     return value
 
