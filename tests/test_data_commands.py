@@ -1,15 +1,24 @@
-"""`tooltune data …` end to end through the CLI dispatcher."""
+"""`tooltune data …` end to end through the CLI dispatcher, and the user mistakes each command refuses
+before any work with one line naming the option (and status 2)."""
 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
+
+import pytest
+from test_cli import one_error_line
 
 from tooltune.cli import main
 
 
 def run(cmd: str) -> int:
     return main(cmd.split())
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    return one_error_line(capsys)
 
 
 def test_synth_prepare_validate_export_select(tmp_path: Path, capsys):
@@ -48,12 +57,13 @@ def test_validate_lists_failures_and_fails(tmp_path: Path, capsys):
     assert "FAIL" in capsys.readouterr().out
 
 
-def test_malformed_file_exits_nonzero_naming_line(tmp_path: Path, capsys):
+def test_unusable_file_exits_nonzero_naming_line(tmp_path: Path, capsys):
     path = tmp_path / "broken.jsonl"
-    path.write_text('{"query": "q", "answers": "[]", "tools": "[]"}\n{nope\n')
-    assert run(f"data prepare --source xlam --input {path} --out {tmp_path}/o --no-progress") == 1
-    assert "broken.jsonl:2" in capsys.readouterr().err
-    assert run(f"data prepare --source xlam --out {tmp_path}/o") == 1
+    path.write_bytes(b"\xc6\x00binary\xff" * 50)
+    assert run(f"data prepare --source xlam --input {path} --out {tmp_path}/o --no-progress") == 2
+    assert "broken.jsonl:1" in _one_line(capsys)
+    assert run(f"data prepare --source xlam --out {tmp_path}/o") == 2
+    assert "--source xlam: needs an --input" in _one_line(capsys)
 
 
 def test_prepare_from_yaml_config_with_override(tmp_path: Path):
@@ -90,11 +100,12 @@ def test_select_difficulty_needs_exactly_one_backend(tmp_path: Path, capsys):
     assert run(f"data synth --n 3 --out {data}") == 0
     capsys.readouterr()
     assert run(f"data select --recipe difficulty --input {data} --out {tmp_path}/k.jsonl") == 2
-    err = capsys.readouterr().err
+    err = _one_line(capsys)
     assert "--model" in err and "--endpoint" in err and "--predictions" in err and "got none" in err
     assert run(f"data select --recipe difficulty --input {data} --out {tmp_path}/k.jsonl "
                f"--predictions {data} --model m") == 2
-    assert "got model and predictions" in capsys.readouterr().err
+    assert "got model and predictions" in _one_line(capsys)
+    assert not (tmp_path / "k.jsonl").exists()
 
 
 def test_select_difficulty_with_an_endpoint_uses_the_eval_backend_flags(tmp_path: Path, capsys):
@@ -112,3 +123,166 @@ def test_select_difficulty_with_an_endpoint_uses_the_eval_backend_flags(tmp_path
     assert stats == {**stats, "in": 4, "kept": 0, "rejected": {"never_solved": 4}}  # the server only echoes
     assert len(server.bodies) == 8 and {b["model"] for b in server.bodies} == {"served"}
     assert {b["temperature"] for b in server.bodies} == {0.5}
+
+
+
+# ------------------------------------------------------------------------------------ user mistakes
+
+
+@pytest.fixture
+def synth(tmp_path: Path) -> Path:
+    path = tmp_path / "s.jsonl"
+    assert run(f"data synth --n 6 --out {path}") == 0
+    return path
+
+
+def test_readme_first_command_creates_the_parent_folders(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert run("data synth --out runs/data/synth.jsonl --n 5") == 0
+    assert (tmp_path / "runs" / "data" / "synth.jsonl").read_text().count("\n") == 5
+    assert run("data export --input runs/data/synth.jsonl --format verl --out runs/verl/new/t.parquet") == 0
+    assert (tmp_path / "runs" / "verl" / "new" / "t.parquet").is_file()
+
+
+def _unwritable_outs(tmp_path: Path) -> list[str]:
+    (tmp_path / "some_file.txt").write_text("x")
+    outs = [f"{tmp_path}/some_file.txt/sub/out.jsonl"]
+    return outs + (["/proc/x/out.jsonl"] if Path("/proc/self").is_dir() else [])
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "data synth --n 3 --out {out}",
+        "data prepare --source jsonl --input {data} --out {out} --no-progress",
+        "data export --input {data} --format jsonl --out {out}",
+        "data export --input {data} --format hf --out {out}",
+        "data select --recipe balanced --input {data} --out {out}",
+        "data select --recipe difficulty --input {data} --out {out} --predictions {data}",
+    ],
+)
+def test_every_out_refuses_a_place_it_cannot_write(tmp_path: Path, synth: Path, capsys, command: str) -> None:
+    for out in _unwritable_outs(tmp_path):
+        assert run(command.format(out=out, data=synth)) == 2
+        line = _one_line(capsys)
+        assert line.startswith(f"tooltune data {command.split()[1]}: --out {out}: "), line
+        assert "is a file, not a folder" in line or "cannot write there" in line
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("data validate {data} --template nosuch", "--template: unknown template or grammar 'nosuch'"),
+        ("data validate {data} --template tool_n2",
+         "--template: unknown template or grammar 'tool_n2' (did you mean tool_n1"),
+        ("data export --input {data} --format jsonl --out {tmp}/o.jsonl --template bfcl_strng",
+         "--template: unknown template 'bfcl_strng' (did you mean bfcl_strong"),
+        ("data export --input {data} --format jsonl --out {tmp}/o.jsonl --system-prompt tool_n2",
+         "--system-prompt: 'tool_n2' is not a template name (did you mean tool_n1"),
+        ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --predictions {data} "
+         "--template r2iff", "template: unknown template 'r2iff' (did you mean r2if?)"),
+        ("data prepare --source xlma --input {data} --out {tmp}/p",
+         "--source: unknown source 'xlma' (did you mean xlam?)"),
+        ("data synth --out {tmp}/s2.jsonl --categories simple,paralel",
+         "--categories: unknown category 'paralel' (did you mean parallel"),
+    ],
+)
+def test_unknown_names_are_refused_with_the_closest(tmp_path: Path, synth: Path, capsys, command: str,
+                                                    message: str) -> None:
+    assert run(command.format(data=synth, tmp=tmp_path)) == 2
+    assert message in _one_line(capsys)
+    assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "p").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("data synth --n -5 --out {tmp}/n.jsonl", "n: must be >= 1, got -5"),
+        ("data synth --n 5 --transform-rate 1.5 --out {tmp}/n.jsonl",
+         "transform_rate: must be in [0, 1], got 1.5"),
+        ("data prepare --source jsonl --input {data} --out {tmp}/p --val-fraction 1.5",
+         "val_fraction: must be in [0, 1), got 1.5"),
+        ("data prepare --source jsonl --input {data} --out {tmp}/p --val-fraction 1",
+         "val_fraction: must be in [0, 1), got 1.0"),
+        ("data prepare --source jsonl --input {data} --out {tmp}/p --limit -1",
+         "limit: must be >= 0, got -1"),
+        ("data prepare --source jsonl --input {data} --out {tmp}/p --check-arguments strikt",
+         "check_arguments: 'strikt' is not allowed (did you mean strict?)"),
+        ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --predictions {data} --k 0",
+         "k: must be >= 1, got 0"),
+        ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --predictions {data} "
+         "--temperature -1", "temperature: must be >= 0, got -1.0"),
+        ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --model m --timeout 0",
+         "timeout: must be > 0, got 0.0"),
+        ("data select --recipe balanced --input {data} --out {tmp}/k.jsonl --per-category 0",
+         "--per-category: must be >= 1, got 0"),
+    ],
+)
+def test_values_out_of_range_are_refused(tmp_path: Path, synth: Path, capsys, command: str,
+                                         message: str) -> None:
+    assert run(command.format(data=synth, tmp=tmp_path)) == 2
+    assert message in _one_line(capsys)
+    assert not (tmp_path / "n.jsonl").exists() and not (tmp_path / "p").exists()
+    assert not (tmp_path / "k.jsonl").exists()
+
+
+def test_binary_garbage_is_named_by_file_and_line(tmp_path: Path, synth: Path, capsys) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(255, -1, -1)) * 16)
+    for command in (f"data validate {garbage}", f"data export --input {garbage} --format jsonl --out "
+                    f"{tmp_path}/o.jsonl", f"data select --recipe balanced --input {garbage} --out "
+                    f"{tmp_path}/k.jsonl"):
+        assert run(command) == 2
+        assert f"{garbage}:1: not valid UTF-8" in _one_line(capsys)
+    assert run(f"data select --recipe difficulty --input {synth} --out {tmp_path}/k.jsonl "
+               f"--predictions {garbage}") == 2
+    assert f"predictions: {garbage}:1: not valid UTF-8" in _one_line(capsys)
+
+
+def test_missing_files_are_named(tmp_path: Path, synth: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        ("data validate nope.jsonl", "tooltune data validate: path: not found: nope.jsonl"),
+        (f"data validate {tmp_path}",
+         f"tooltune data validate: path: {tmp_path} holds no train.jsonl or val.jsonl"),
+        ("data export --input nope.jsonl --format jsonl --out o.jsonl",
+         "tooltune data export: --input: file not found: nope.jsonl"),
+        ("data select --recipe balanced --input nope.jsonl --out k.jsonl",
+         "tooltune data select: --input: file not found: nope.jsonl"),
+        ("data prepare --source xlam --input nope.jsonl --out p",
+         "tooltune data prepare: --input: not found: nope.jsonl"),
+        (f"data select --recipe difficulty --input {synth} --out k.jsonl --predictions nope.jsonl",
+         "tooltune data select: predictions: file not found: nope.jsonl"),
+        (f"data select --recipe difficulty --input {synth} --out k.jsonl --model ./nomodel",
+         "tooltune data select: model: model folder not found: ./nomodel"),
+    ]
+    for command, message in cases:
+        assert run(command) == 2, command
+        assert _one_line(capsys).startswith(message)
+    assert not any(p.exists() for p in (tmp_path / "o.jsonl", tmp_path / "k.jsonl", tmp_path / "p"))
+
+
+def test_select_refuses_an_unreachable_endpoint_fast(tmp_path: Path, synth: Path, capsys) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    assert run(f"data select --recipe difficulty --input {synth} --out {tmp_path}/k.jsonl --endpoint {url} "
+               "--model-name m --retries 0") == 2
+    line = _one_line(capsys)
+    assert line.startswith(f"tooltune data select: endpoint {url}: cannot connect to 127.0.0.1:")
+    assert run(f"data select --recipe difficulty --input {synth} --out {tmp_path}/k.jsonl "
+               "--endpoint localhost:8000 --model-name m") == 2
+    assert "endpoint: expected an http(s) URL" in _one_line(capsys)
+
+
+def test_system_prompt_takes_text_a_file_or_a_template_name(tmp_path: Path, synth: Path) -> None:
+    prompt = tmp_path / "prompt"
+    prompt.write_text("Use the tools.\n{tools}")
+    for value, expected in ((str(prompt), "Use the tools."), ("bfcl_strong", "do your best to finish"),
+                            ("You are a tool caller. Tools: {tools}", "You are a tool caller.")):
+        assert main(["data", "export", "--input", str(synth), "--format", "hf", "--out", str(tmp_path / "hf"),
+                     "--system-prompt", value]) == 0
+        from datasets import load_from_disk  # deferred: datasets is heavy
+
+        row = load_from_disk(str(tmp_path / "hf"))[0]
+        assert expected in row["prompt"][0]["content"], (value, row["prompt"][0])

@@ -94,7 +94,8 @@ def test_overrides_dotted_keys_and_types() -> None:
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"grpo.tempreature": 1}, "grpo.tempreature: unknown key; allowed keys: .*temperature"),
+        ({"grpo.tempreature": 1},
+         r"grpo.tempreature: unknown key \(did you mean temperature\?\); allowed keys: .*temperature"),
         ({"grpo.loss_type": "ppo"}, "grpo.loss_type: 'ppo' is not allowed; choose one of grpo, bnpo"),
         ({"grpo.num_generations": "many"}, "grpo.num_generations: expected int"),
         ({"grpo.num_generations": 2.5}, "grpo.num_generations: expected an integer"),
@@ -209,4 +210,128 @@ def test_cli_names_missing_data_and_model(tmp_path: Path, capsys: pytest.Capture
     assert main([*args, "--data.train", str(data), "--data.template", "nonesuch"]) == 2
     assert "data.template: unknown template 'nonesuch'; registered:" in capsys.readouterr().err
     assert main([*args, "--data.train", str(data), "--reward.components", "{binary: 1}"]) == 2
-    assert "is not a directory holding a saved model" in capsys.readouterr().err
+    assert "model.name_or_path: model folder not found: " in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ user mistakes
+
+
+def _train_line(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    from test_cli import one_error_line
+
+    from tooltune.cli import main
+
+    assert main(["train", *argv]) == 2
+    return one_error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["--grpo.learning_rate", "-1.0"], "grpo.learning_rate: must be > 0, got -1.0"),
+        (["--sft.learning_rate", "0"], "sft.learning_rate: must be > 0, got 0.0"),
+        (["--grpo.temperature", "-1"], "grpo.temperature: must be > 0, got -1.0"),
+        (["--grpo.temperature", "0"], "grpo.temperature: must be > 0, got 0.0"),
+        (["--grpo.max_steps", "-5"], "grpo.max_steps: must be -1 or >= 1, got -5"),
+        (["--sft.max_steps", "0"], "sft.max_steps: must be -1 or >= 1, got 0"),
+        (["--grpo.epochs", "0"], "grpo.epochs: must be > 0, got 0.0"),
+        (["--grpo.top_p", "1.5"], "grpo.top_p: must be in (0, 1], got 1.5"),
+        (["--grpo.learning_rate", "abc"], "grpo.learning_rate: expected float, got 'abc'"),
+        (["--sft.enabled", "--reward.components", "{binry: 1}"],
+         "reward.components: unknown reward 'binry' (did you mean binary?); registered: binary, cer"),
+        (["--reward.params", "{binary: {tau: 0.3}}"], "reward 'binary' takes no parameter(s) ['tau']"),
+        (["--reward.components", "{binary: 3, cer: 1}"], "CERReward needs a student"),
+        (["--reward.components", "{binary: heavy}"], "reward.components.binary: the weight must be a number"),
+        (["--reward.components", "{format: 1}", "--no-reward.require_format"],
+         "parameter(s) ['require_format'] are taken by none of the components ['format']"),
+        (["--reward.template", "r2iff"], "reward.template: unknown template 'r2iff' (did you mean r2if?)"),
+        (["--data.template", "tool_n2"], "data.template: unknown template 'tool_n2' (did you mean tool_n1"),
+        (["--data.system_prompt", "bfcl_strng"],
+         "data.system_prompt: 'bfcl_strng' is not a template name (did you mean bfcl_strong?)"),
+    ],
+)
+def test_cli_refuses_values_and_names_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture, overrides: list[str], message: str
+) -> None:
+    # neither the model nor the data exist: the values and names are checked first
+    run_dir = tmp_path / "run"
+    args = ["--model.name_or_path", str(tmp_path / "nope"), "--data.train", str(tmp_path / "missing.jsonl"),
+            "--run.output_dir", str(run_dir), *overrides]
+    assert message in _train_line(args, capsys)
+    assert not run_dir.exists()
+
+
+def _data(tmp_path: Path) -> Path:
+    data = tmp_path / "train.jsonl"
+    data.write_text(json.dumps({"id": "a", "source": "t", "category": "simple", "tools": [], "answer": [],
+                                "messages": [{"role": "user", "content": "x"}]}) + "\n")
+    return data
+
+
+def test_cli_refuses_missing_files_and_unwritable_run_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    data, model = _data(tmp_path), tmp_path / "model"
+    model.mkdir()
+    base = ["--model.name_or_path", str(model), "--data.train", str(data)]
+    line = _train_line([*base, "--data.val", str(tmp_path / "val.jsonl")], capsys)
+    assert line == f"tooltune train: data.val: file not found: {tmp_path / 'val.jsonl'}"
+    assert "model.name_or_path: required" in _train_line(["--data.train", str(data)], capsys)
+    (tmp_path / "some_file.txt").write_text("x")
+    out = tmp_path / "some_file.txt" / "run"
+    line = _train_line([*base, "--run.output_dir", str(out)], capsys)
+    blocker = tmp_path / "some_file.txt"
+    assert line == f"tooltune train: run.output_dir {out}: {blocker} is a file, not a folder"
+    if Path("/proc/self").is_dir():
+        line = _train_line([*base, "--run.output_dir", "/proc/x/run"], capsys)
+        assert line.startswith("tooltune train: run.output_dir /proc/x/run: cannot write there (")
+
+
+def test_cli_names_a_binary_training_file_by_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    garbage = tmp_path / "garbage.bin"
+    garbage.write_bytes(bytes(range(255, -1, -1)) * 16)
+    line = _train_line(["--model.name_or_path", str(tmp_path), "--data.train", str(garbage),
+                        "--run.output_dir", str(tmp_path / "run")], capsys)
+    assert f"{garbage}:1: not valid UTF-8" in line
+
+
+def test_show_config_needs_no_files_and_help_shows_ranges(capsys: pytest.CaptureFixture) -> None:
+    from tooltune.cli import main
+
+    assert main(["train", "--config", str(REPO / "configs/r2if.yaml"), "--show-config"]) == 0  # data absent
+    rows = {key: help_ for key, _, help_ in describe()}
+    assert rows["grpo.learning_rate"].endswith("Must be > 0.")
+    assert rows["grpo.max_steps"].endswith("Must be -1 or >= 1.")
+    assert rows["sft.warmup_ratio"].endswith("Must be in [0, 1).")
+
+
+def test_system_prompt_is_text_a_file_or_a_template_name(tmp_path: Path) -> None:
+    from tooltune.prompts import TEMPLATES
+    from tooltune.training.config import resolve_system_prompt
+
+    prompt = tmp_path / "system.txt"
+    prompt.write_text("Call the tools.\n{tools}")
+    assert resolve_system_prompt(str(prompt)) == "Call the tools.\n{tools}"
+    assert resolve_system_prompt("bfcl_strong") == TEMPLATES["bfcl_strong"].system
+    assert resolve_system_prompt("You call tools: {tools}") == "You call tools: {tools}"
+    assert resolve_system_prompt("") == ""
+    with pytest.raises(ConfigError, match="data.system_prompt: 'tool_n2' is not a template name"):
+        resolve_system_prompt("tool_n2")
+    assert load_config(None, {"data.system_prompt": str(prompt)}).data.system_prompt == str(prompt)
+
+
+def test_cli_hands_train_the_resolved_system_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from tooltune.cli import main
+    from tooltune.prompts import TEMPLATES
+    from tooltune.training import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "train", lambda cfg, resume=False: seen.append(cfg) or tmp_path / "run")
+    monkeypatch.setattr(runner, "shutdown_processes", lambda: None)
+    args = ["train", "--model.name_or_path", str(tmp_path), "--data.train", str(_data(tmp_path)),
+            "--run.output_dir", str(tmp_path / "runs" / "new"), "--data.system_prompt", "bfcl_strong"]
+    assert main(args) == 0
+    assert seen[0].data.system_prompt == TEMPLATES["bfcl_strong"].system
+    assert (tmp_path / "runs" / "new").is_dir()  # prepared before any work

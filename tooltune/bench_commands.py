@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tooltune.config import ConfigError, unknown_name
+
 ENV_VAR = "TOOLTUNE_BENCH_DIR"
 
 
@@ -53,17 +55,14 @@ def _handle(args: argparse.Namespace) -> int:
     if folder is None:
         given = args.dir or os.environ.get(ENV_VAR)
         where = f"{given} is not a folder of benchmark scripts" if given else "no bench/ folder found"
-        print(f"tooltune bench: {where}; the benchmarks ship with the source repository: run from its root, "
-              f"or pass --dir or set {ENV_VAR}", file=sys.stderr)
-        return 2
+        raise ConfigError(f"--dir: {where}; the benchmarks ship with the source repository: run from its "
+                          f"root, or pass --dir or set {ENV_VAR}")
     names = available(folder)
     if args.list or not args.name:
         print(f"benchmarks in {folder}: " + (", ".join(names) if names else "none"))
         return 0 if args.list else 2
     if args.name not in names:
-        print(f"tooltune bench: unknown benchmark {args.name!r}; available: {', '.join(names)}",
-              file=sys.stderr)
-        return 2
+        raise unknown_name("name", "benchmark", args.name, names)
     script = folder / f"{args.name}.py"
     old = sys.argv
     sys.argv = [str(script), *args.args]

@@ -1,16 +1,24 @@
-"""`tooltune` command line: a thin dispatcher over the command groups.
+"""`tooltune` command line: a thin dispatcher over the command groups, and its one error path.
 
 Each group lives in its own module exposing `register(subparsers) -> None`, which adds the group's
 parser and sets `func=handler`. Modules are imported only if they exist in this build; handlers import
 heavy libraries (torch, trl, bfcl) lazily, so `tooltune --help` stays fast.
+
+Errors: a handler raises, it does not print and return. An exception that means "the user gave something
+wrong" (`USER_ERRORS`) becomes one line `tooltune <command>: <message>` on stderr and exit status 2
+(`-v` adds the traceback); any other exception is a bug in tooltune: the traceback, a line saying so,
+and exit status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
+import re
 import sys
+import traceback
 from collections.abc import Sequence
 
 from tooltune import __version__
@@ -33,6 +41,32 @@ GROUPS: dict[str, tuple[str, str]] = {
 }
 
 EXIT_UNAVAILABLE = 2
+EXIT_USER_ERROR = 2
+"""Something the user gave is wrong (a flag, a key, a file, a path); the message says what."""
+EXIT_BUG = 1
+"""An exception no handler expected: a bug in tooltune."""
+
+USER_ERRORS: tuple[tuple[str, str], ...] = (
+    ("tooltune.config", "UserError"),  # ConfigError and every other subclass
+    ("tooltune.schema", "SchemaError"),  # and its subclasses RecordValueError, DataFileError
+    ("tooltune.data.sources.base", "DataFileError"),
+    ("tooltune.evaluation.runner", "DataDirError"),
+    ("tooltune.models.loading", "ModelLoadError"),
+    ("tooltune.generation.backends", "BackendError"),
+    ("tooltune.training.report", "MetricsError"),
+    ("tooltune.rundir", "RunMismatch"),
+    ("tooltune.rundir", "RunFolderBusy"),
+)
+"""(module, class) of the tooltune exceptions that mean "the user gave something wrong".
+
+They are looked up in `sys.modules` when an exception reaches `main`: an exception of a class can only
+have been raised once its module was imported, so nothing is imported for the lookup, and an entry
+whose module is not in this build is skipped. Besides these, the standard library's
+FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError and PermissionError (when
+they carry a file name or were raised with a message), UnicodeDecodeError and json.JSONDecodeError
+are user errors."""
+
+_OS_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def _is_missing(err: ImportError, module: str) -> bool:
@@ -113,6 +147,62 @@ def _configure_logging(verbosity: int) -> None:
     logging.getLogger().setLevel(level)  # also when a host (pytest, a notebook) installed handlers first
 
 
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """The classes of `USER_ERRORS` whose modules are imported (see there)."""
+    found = (getattr(sys.modules.get(module), name, None) for module, name in USER_ERRORS)
+    return tuple(c for c in found if isinstance(c, type) and issubclass(c, BaseException))
+
+
+def is_user_error(err: BaseException) -> bool:
+    """True when `err` means the user gave something wrong rather than a bug in tooltune."""
+    if isinstance(err, _OS_ERRORS):  # about a file the user named, or raised with a message saying so
+        return err.filename is not None or (len(err.args) == 1 and isinstance(err.args[0], str))
+    return isinstance(err, (UnicodeDecodeError, json.JSONDecodeError, *user_error_types()))
+
+
+def error_message(err: BaseException) -> str:
+    """The one-line message of a user error: the exception's text, a file error as `file: reason`."""
+    if isinstance(err, OSError) and err.filename is not None:
+        text = f"{err.filename}: {err.strerror or err}"
+        if err.filename2 is not None:
+            text += f" ({err.filename2})"
+    elif isinstance(err, UnicodeDecodeError):
+        byte = err.object[err.start : err.start + 1].hex()
+        text = f"not valid UTF-8 text (byte 0x{byte} at position {err.start}: {err.reason})"
+    elif isinstance(err, json.JSONDecodeError):
+        text = f"not valid JSON ({err})"
+    elif isinstance(err, KeyError) and len(err.args) == 1:  # KeyError's own text is the repr of its key
+        text = str(err.args[0])
+    else:
+        text = str(err) or type(err).__name__
+    return re.sub(r"\s*\n\s*", " ", text.strip())
+
+
+def _command(args: argparse.Namespace) -> str:
+    """`tooltune <group> [<sub-command>]` for messages (a group's sub-command is in `<group>_command`)."""
+    words = ["tooltune", args.group or ""]
+    sub = getattr(args, f"{args.group}_command", None)
+    if isinstance(sub, str):
+        words.append(sub)
+    return " ".join(w for w in words if w)
+
+
+def _fail(err: Exception, command: str, verbose: int) -> int:
+    """Report an exception that reached `main`; returns the exit status."""
+    if is_user_error(err):
+        if verbose:
+            traceback.print_exception(err)
+        print(f"{command}: {error_message(err)}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    traceback.print_exception(err)
+    what = error_message(err)
+    what = what if len(what) <= 200 else what[:200] + "…"
+    print(f"{command}: this is a bug in tooltune ({type(err).__name__}: {what}); please report it to the "
+          "tooltune maintainers with the command line, the output of `tooltune --version` and the "
+          "traceback above", file=sys.stderr)
+    return EXIT_BUG
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tooltune` console script; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -130,7 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub = args._group_parsers.get(args.group) if args.group else None
         (sub or parser).print_help()
         return 0 if args.group is None else EXIT_UNAVAILABLE
-    result = func(args)
+    try:
+        result = func(args)
+    except KeyboardInterrupt:
+        print(f"{_command(args)}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        return _fail(e, _command(args), getattr(args, "verbose", 0))
     return int(result) if isinstance(result, int) else 0
 
 

@@ -1,24 +1,36 @@
 """The one configuration mechanism: dataclasses whose fields carry their help once.
 
 Every configurable thing (a training run, the quickstart, evaluation controls, sampling, a backend)
-is a dataclass whose fields are declared with `option(default, help, choices)`. From that single
-declaration come
-- YAML presets: `load(cls, "configs/x.yaml")` (unknown keys and bad types are errors naming the key);
+is a dataclass whose fields are declared with `option(default, help, choices, min=..., max=...)`.
+From that single declaration come
+- YAML presets: `load(cls, "configs/x.yaml")` (unknown keys, bad types, values outside the declared
+  choices or range are errors naming the key);
 - overrides with one syntax everywhere: `--section.key value` (or `--key value` for flat configs),
   given as a dict `{"grpo.lr": 1e-4}` or as the command-line token list;
 - command-line flags: `add_arguments(parser, cls)` adds one flag per field, with the field's help,
   default and choices, and `given_overrides(args)` returns the ones the user actually typed;
 - reference docs: `describe(cls)` lists (key, default, help) for every field.
+
+Also here, for every command: `UserError`, the base of the errors that mean "the user gave something
+wrong" (the command line prints their message on one line and exits with status 2), and the checks
+of values that name things on disk or in a registry (`prepare_output`, `require_file`,
+`check_model_path`, `unknown_name`, `check_prompt_text`), so that a command refuses them before any
+work starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import json
+import math
+import os
+import re
+import tempfile
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,15 +42,90 @@ _DEST_PREFIX = "cfg:"
 """argparse destination prefix marking a flag generated from a config field."""
 
 
-class ConfigError(ValueError):
+class UserError(Exception):
+    """Something the user gave (a flag, a configuration key, a file, a path) is wrong.
+
+    The message names what is wrong; `tooltune` prints it on one line and exits with status 2, without
+    a traceback. Errors of other layers that mean the same subclass it or are listed in
+    `tooltune.cli.USER_ERRORS`."""
+
+
+class ConfigError(UserError, ValueError):
     """A configuration key has a bad name, type or value; the message names the key."""
 
 
-def option(default: Any, help: str, choices: Sequence[Any] | None = None) -> Any:
-    """A dataclass field with its help text (and allowed values) declared once."""
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a field allows: bounds, each inclusive or exclusive, plus `also`, single values
+    allowed outside them (a sentinel such as -1 for "not set"). NaN is never in a range."""
+
+    low: float | None = None
+    high: float | None = None
+    low_exclusive: bool = False
+    high_exclusive: bool = False
+    also: tuple[float, ...] = ()
+
+    def __contains__(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if value in self.also:
+            return True
+        if math.isnan(value):
+            return False
+        if self.low is not None and (value <= self.low if self.low_exclusive else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_exclusive else value <= self.high)
+
+    def __str__(self) -> str:
+        """">= 1", "> 0", "in [0, 1)", "-1 or >= 1"."""
+        low, high = self.low, self.high
+        if low is not None and high is not None:
+            text = (f"in {'(' if self.low_exclusive else '['}{_num(low)}, "
+                    f"{_num(high)}{')' if self.high_exclusive else ']'}")
+        elif low is not None:
+            text = f"{'>' if self.low_exclusive else '>='} {_num(low)}"
+        elif high is not None:
+            text = f"{'<' if self.high_exclusive else '<='} {_num(high)}"
+        else:
+            text = "a number"
+        return " or ".join([*map(_num, self.also), text])
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+def option(
+    default: Any,
+    help: str,
+    choices: Sequence[Any] | None = None,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    min_exclusive: float | None = None,
+    max_exclusive: float | None = None,
+    also: Sequence[float] = (),
+) -> Any:
+    """A dataclass field with its help text and allowed values declared once.
+
+    choices: the allowed values. min / max: inclusive bounds of a number; min_exclusive /
+    max_exclusive: exclusive ones (`min_exclusive=0` is "> 0"); also: values allowed outside the
+    bounds (`min=1, also=(-1,)` is "-1 or >= 1"). None is always allowed for an optional field.
+    `load` checks them, `add_arguments` and `describe` show them.
+    """
     meta: dict[str, Any] = {"help": help}
     if choices:
         meta["choices"] = tuple(choices)
+    if min is not None and min_exclusive is not None or max is not None and max_exclusive is not None:
+        raise TypeError("option: give min or min_exclusive (max or max_exclusive), not both")
+    if (min, max, min_exclusive, max_exclusive) != (None,) * 4:
+        meta["range"] = Range(
+            low=min if min is not None else min_exclusive,
+            high=max if max is not None else max_exclusive,
+            low_exclusive=min_exclusive is not None,
+            high_exclusive=max_exclusive is not None,
+            also=tuple(also),
+        )
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda d=default: json.loads(json.dumps(d)), metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -113,7 +200,7 @@ def apply(obj: Any, data: Any, prefix: str = "") -> None:
     for key, value in data.items():
         full = f"{prefix}{key}"
         if key not in names:
-            raise ConfigError(f"{full}: unknown key; allowed keys: {', '.join(names)}")
+            raise _unknown_key(full, key, names)
         current = getattr(obj, key)
         if dataclasses.is_dataclass(current):
             apply(current, value or {}, full + ".")
@@ -145,7 +232,7 @@ def set_key(cfg: Any, dotted: str, value: Any) -> None:
         names = [f.name for f in dataclasses.fields(obj)]
         here = ".".join(parts[: depth + 1])
         if part not in names:
-            raise ConfigError(f"{here}: unknown key; allowed keys: {', '.join(names)}")
+            raise _unknown_key(here, part, names)
         if depth == len(parts) - 1:
             if dataclasses.is_dataclass(getattr(obj, part)):
                 raise ConfigError(f"{here}: is a section; set one of its keys, e.g. {here}.<key>")
@@ -156,17 +243,40 @@ def set_key(cfg: Any, dotted: str, value: Any) -> None:
                 raise ConfigError(f"{here}: is not a section")
 
 
-def check_choices(obj: Any, prefix: str = "") -> None:
-    """Raise ConfigError naming the first field whose value is not among its declared choices."""
+def _unknown_key(key: str, name: str, names: Sequence[str]) -> ConfigError:
+    return ConfigError(f"{key}: unknown key{_did_you_mean(name, names)}; allowed keys: {', '.join(names)}")
+
+
+def check_value(
+    key: str, value: Any, choices: Sequence[Any] | None = None, allowed: Range | None = None
+) -> None:
+    """Raise ConfigError naming `key`, the value and what is allowed when `value` is outside `choices`
+    or the range `allowed` (None passes: an optional field that is not set)."""
+    if value is None:
+        return
+    if choices is not None and value not in choices:
+        raise ConfigError(
+            f"{key}: {value!r} is not allowed{_did_you_mean(value, choices)}; "
+            f"choose one of {', '.join(map(str, choices))}"
+        )
+    if allowed is not None and value not in allowed:
+        raise ConfigError(f"{key}: must be {allowed}, got {value!r}")
+
+
+def check_values(obj: Any, prefix: str = "") -> None:
+    """Raise ConfigError naming the first field (dotted key) whose value is outside its declared choices
+    or range; nested sections are checked too."""
     for f in dataclasses.fields(obj):
         val = getattr(obj, f.name)
         key = f"{prefix}{f.name}"
         if dataclasses.is_dataclass(val):
-            check_choices(val, key + ".")
-        elif "choices" in f.metadata and val not in f.metadata["choices"]:
-            raise ConfigError(
-                f"{key}: {val!r} is not allowed; choose one of {', '.join(map(str, f.metadata['choices']))}"
-            )
+            check_values(val, key + ".")
+        else:
+            check_value(key, val, f.metadata.get("choices"), f.metadata.get("range"))
+
+
+check_choices = check_values
+"""The former name of `check_values` (choices were the only declared constraint)."""
 
 
 def parse_overrides(overrides: dict[str, Any] | Sequence[str] | None) -> dict[str, Any]:
@@ -218,7 +328,9 @@ def load(
 ) -> T:
     """`cls()` updated from `base`, then the YAML file at `path`, then the dotted `overrides`.
 
-    Choices are checked; a `validate()` method of `cls`, if any, is called and its result returned."""
+    Choices and ranges are checked; the `validate()` method of each section that has one is called
+    (its errors get the section's key in front: `train.grpo.temperature`), then that of `cls`, whose
+    result is returned."""
     cfg = cls()
     if base:
         apply(cfg, base)
@@ -226,9 +338,25 @@ def load(
         apply(cfg, read_yaml(path))
     for key, value in parse_overrides(overrides).items():
         set_key(cfg, key, value)
-    check_choices(cfg)
+    check_values(cfg)
+    _validate_sections(cfg)
     validate = getattr(cfg, "validate", None)
     return validate() if callable(validate) else cfg
+
+
+def _validate_sections(obj: Any, prefix: str = "") -> None:
+    for f in dataclasses.fields(obj):
+        val = getattr(obj, f.name)
+        if not dataclasses.is_dataclass(val):
+            continue
+        key = f"{prefix}{f.name}."
+        _validate_sections(val, key)
+        validate = getattr(val, "validate", None)
+        if callable(validate):
+            try:
+                validate()
+            except ConfigError as e:
+                raise ConfigError(f"{key}{e}") from None
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:
@@ -254,6 +382,8 @@ def _describe(inst: Any, prefix: str) -> list[tuple[str, str, str]]:
             help_ = f.metadata.get("help", "")
             if "choices" in f.metadata:
                 help_ += f" Choices: {', '.join(map(str, f.metadata['choices']))}."
+            if "range" in f.metadata:
+                help_ += f" Must be {f.metadata['range']}."
             rows.append((f"{prefix}{f.name}", json.dumps(val), help_))
     return rows
 
@@ -314,11 +444,12 @@ def _add_fields(
         dest = f"{_DEST_PREFIX}{group}:{key}" if group else _DEST_PREFIX + key
         name = flag_prefix + key
         dashed = name.replace("_", "-")
+        shown = f"default: {default}" + (f"; must be {f.metadata['range']}" if "range" in f.metadata else "")
         kwargs: dict[str, Any] = {
             "dest": dest,
             "default": argparse.SUPPRESS,
             "metavar": _metavar(hints[f.name]),
-            "help": f"{help_} (default: {default})".replace("%", "%%"),
+            "help": f"{help_} ({shown})".replace("%", "%%"),
         }
         if "choices" in f.metadata:
             kwargs["choices"] = [str(c) for c in f.metadata["choices"]]
@@ -354,3 +485,107 @@ def given_overrides(args: argparse.Namespace, group: str = "") -> dict[str, Any]
     head = f"{_DEST_PREFIX}{group}:" if group else _DEST_PREFIX
     return {k[len(head):]: v for k, v in vars(args).items()
             if k.startswith(head) and (group or ":" not in k[len(head):])}
+
+
+# ------------------------------------------------------------------------------------ names and paths
+
+
+def closest(name: Any, names: Collection[Any], n: int = 3) -> list[str]:
+    """The registered names that look most like `name` (a likely typo), best first."""
+    return difflib.get_close_matches(str(name), [str(x) for x in names], n=n, cutoff=0.6)
+
+
+def _did_you_mean(name: Any, names: Collection[Any]) -> str:
+    near = closest(name, names)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def unknown_name(key: str, what: str, name: Any, known: Collection[Any]) -> ConfigError:
+    """The error for a name that is not registered: it names `key`, suggests the closest names and
+    lists the known ones ("data.template: unknown template 'tool_n2' (did you mean tool_n1?); registered:
+    ...")."""
+    return ConfigError(
+        f"{key}: unknown {what} {name!r}{_did_you_mean(name, known)}; "
+        f"registered: {', '.join(sorted(map(str, known)))}"
+    )
+
+
+_NAME_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+
+
+def check_prompt_text(key: str, value: str | None, names: Collection[str], what: str = "template") -> None:
+    """Refuse a prompt-text value that looks like a mistyped name instead of being used as the text.
+
+    `value` may be text (anything with a space, a placeholder such as {tools}, punctuation), an existing
+    file, or a name among `names`; a single identifier-like word that is neither a name nor a file is
+    an error naming `key` and the closest names."""
+    if not value or value in names or not _NAME_LIKE.fullmatch(value) or Path(value).is_file():
+        return
+    raise ConfigError(
+        f"{key}: {value!r} is not a {what} name{_did_you_mean(value, names)}, nor a file, and a single "
+        f"word is not a prompt; give a registered {what} ({', '.join(sorted(names))}), prompt text or a file"
+    )
+
+
+def require_file(key: str, path: str | os.PathLike) -> Path:
+    """`path` as a Path if it is an existing file; otherwise a ConfigError naming `key` and the path."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise ConfigError(f"{key}: {path} is a folder, not a file")
+    if not p.is_file():
+        raise ConfigError(f"{key}: file not found: {path}")
+    return p
+
+
+def looks_local(spec: str) -> bool:
+    """True when a model spec can only be a local path, not a hub id (`org/name` or `name`): it starts
+    with '.', '/' or '~', uses the OS's own separator, or has more than one '/'."""
+    seps = {s for s in (os.sep, os.altsep) if s and s != "/"}
+    return spec.startswith((".", "/", "~")) or any(s in spec for s in seps) or spec.count("/") > 1
+
+
+def check_model_path(key: str, spec: str) -> None:
+    """Refuse a model spec that is a local path (an existing one, or one that cannot be a hub id) but not
+    an existing folder; hub ids are left to the loader."""
+    if not spec:
+        return
+    p = Path(spec).expanduser()
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{key}: {spec} is a file; a model is a folder (config.json, weights, tokenizer)")
+    if not p.exists() and looks_local(spec):
+        raise ConfigError(f"{key}: model folder not found: {spec} (a hub id looks like org/name)")
+
+
+def _blocking_file(folder: Path) -> Path | None:
+    """The nearest existing ancestor of `folder` (itself included) when it is not a folder."""
+    for p in (folder, *folder.parents):
+        if p.exists():
+            return None if p.is_dir() else p
+    return None
+
+
+def prepare_output(path: str | os.PathLike, key: str = "--out", *, folder: bool = False) -> Path:
+    """Make an output path ready before any work starts and return it.
+
+    Creates the missing parent folders (and, with `folder`, the folder itself) and checks that a file
+    can be created there. A ConfigError names `key` and the path when a parent is a file, the path is
+    a folder where a file is wanted (or the reverse), or the place is not writable."""
+    p = Path(path).expanduser()
+    where = f"{key} {path}"
+    if folder and p.exists() and not p.is_dir():
+        raise ConfigError(f"{where}: is a file, not a folder")
+    if not folder and p.is_dir():
+        raise ConfigError(f"{where}: is a folder; give a file name")
+    parent = p if folder else p.parent
+    blocker = _blocking_file(parent)
+    if blocker is not None:
+        raise ConfigError(f"{where}: {blocker} is a file, not a folder")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot write there ({e.strerror or e})") from None
+    if not folder and p.exists() and not os.access(p, os.W_OK):
+        raise ConfigError(f"{where}: cannot write there (the file is read-only)")
+    return p

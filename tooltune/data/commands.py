@@ -3,6 +3,10 @@
 The options of `prepare` (PrepareConfig), `synth` (SynthConfig) and `select` (DifficultyConfig and the
 backend, BackendConfig) are flags generated from those dataclasses: `--key value`, a bool as `--key`,
 `--key false` or `--no-key`, a dict or list as YAML text. Heavy libraries are imported in the handlers.
+
+Every handler checks what it was given (values, names, input files, the output path) before any work
+and raises: `tooltune.cli` turns a user error into one line naming the option and exit status 2.
+Output files get their missing parent folders.
 """
 
 from __future__ import annotations
@@ -11,19 +15,39 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 from tooltune import config as config_mechanism
-from tooltune.config import ConfigError
-from tooltune.data.pipeline import PrepareConfig
+from tooltune.config import ConfigError, Range
+from tooltune.data.pipeline import CHECK_ARGUMENTS, PrepareConfig
 from tooltune.data.recipes import DifficultyConfig
+from tooltune.data.sources import SOURCES
 from tooltune.data.synthetic import SynthConfig
 from tooltune.generation import BackendConfig
-from tooltune.models import ModelLoadError
+from tooltune.parsing import GRAMMARS
+from tooltune.prompts import TEMPLATES
 
-EXIT_BAD_INPUT = 1
+EXIT_FAILED_CHECK = 1
+"""`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
 EXIT_UNAVAILABLE = 2
-EXIT_USAGE = 2
-"""A configuration error (a bad flag value, key or --config file), as for `tooltune train` and `eval`."""
+
+PREPARE_RANGES = {
+    "val_fraction": Range(0, 1, high_exclusive=True),
+    "irrelevance_augment": Range(0, 1),
+    "limit": Range(low=0),
+}
+"""Allowed values of PrepareConfig fields, whose declarations carry none."""
+
+SYNTH_RANGES = {
+    "n": Range(low=1),
+    **{k: Range(0, 1) for k in ("transform_rate", "optional_rate", "lookalike_rate", "followup_rate",
+                                "spaced_names")},
+    "min_distractors": Range(low=0),
+    "max_distractors": Range(low=0),
+    "max_parallel": Range(low=2),
+}
+"""Allowed values of SynthConfig fields, whose declarations carry none."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -81,7 +105,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     v = sub.add_parser("validate", help="gold self-check: rendered ground truth must score binary reward 1.0")
     v.add_argument("path", help="prepared folder (train.jsonl, val.jsonl) or a canonical JSONL file")
-    v.add_argument("--template", default="tool_n1")
+    v.add_argument("--template", default="tool_n1",
+                   help="registered template (or grammar) that renders and reads the answers")
     v.add_argument("--show", type=int, default=20, help="failures to print")
     v.set_defaults(func=_validate)
 
@@ -90,41 +115,59 @@ def _prompt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--template", default="tool_n1", help="tool_n1 | r2if | bfcl | bfcl_strong | …")
     p.add_argument("--history", choices=("native", "context"), default="native")
     p.add_argument("--no-reasoning-history", action="store_true", help="drop earlier reasoning from history")
-    p.add_argument("--system-prompt", default=None, help="replace the template's system prompt")
+    p.add_argument("--system-prompt", default=None,
+                   help="replace the template's system prompt: text ({tools} is filled in), a text file, "
+                   "or a registered template's name (its system text)")
 
 
-def _err(msg: str) -> None:
-    print(f"tooltune data: {msg}", file=sys.stderr)
+def _check_ranges(cfg: Any, ranges: dict[str, Range]) -> None:
+    for key, allowed in ranges.items():
+        config_mechanism.check_value(key, getattr(cfg, key), allowed=allowed)
+
+
+def _check_template(key: str, name: str, grammars: bool = False) -> None:
+    """Refuse a template name that is not registered (with `grammars`, a grammar name is fine too)."""
+    known = {**GRAMMARS, **TEMPLATES} if grammars else TEMPLATES
+    if name not in known:
+        raise config_mechanism.unknown_name(key, "template" + (" or grammar" if grammars else ""), name,
+                                            known)
+
+
+def _check_inputs(paths: list[str]) -> None:
+    for path in paths:
+        config_mechanism.require_file("--input", path)
 
 
 def _prepare(args: argparse.Namespace) -> int:
     from tooltune.data.pipeline import format_table, prepare
-    from tooltune.data.sources import DataFileError, SourceUnavailable
+    from tooltune.data.sources import SourceUnavailable
 
     given = config_mechanism.given_overrides(args)
-    try:
-        cfg = config_mechanism.load(PrepareConfig, args.config, given)
-    except ConfigError as e:
-        _err(str(e))
-        return EXIT_USAGE
+    cfg = config_mechanism.load(PrepareConfig, args.config, given)
+    _check_ranges(cfg, PREPARE_RANGES)
+    config_mechanism.check_value("check_arguments", cfg.check_arguments, CHECK_ARGUMENTS)
     if args.source:
         cfg.sources = []
         for i, name in enumerate(args.source):
             spec = args.input[i] if i < len(args.input) else ("package" if name == "bfcl" else None)
             if spec is None:
-                _err(f"--source {name} needs an --input")
-                return EXIT_BAD_INPUT
+                raise ConfigError(f"--source {name}: needs an --input (one --input per --source, in order)")
             cfg.sources.append((name, spec))
     if not cfg.sources or ("out" not in given and not args.config):
-        _err("prepare needs --source/--input pairs and --out (or a --config that gives them)")
-        return EXIT_BAD_INPUT
+        raise ConfigError("prepare needs --source/--input pairs and --out (or a --config that gives them)")
+    for entry in cfg.sources:
+        if not (isinstance(entry, (list, tuple)) and len(entry) == 2):
+            raise ConfigError(f"sources: each entry is a pair [source name, input], got {entry!r}")
+        name, spec = entry
+        if name not in SOURCES:
+            raise config_mechanism.unknown_name("--source", "source", name, SOURCES)
+        if not (str(spec).startswith("hf:") or spec == "package" or Path(spec).expanduser().exists()):
+            raise ConfigError(f"--input: not found: {spec} (a file, a folder or hf:<dataset id>)")
+    config_mechanism.prepare_output(cfg.out, "--out" if "out" in given else "out", folder=True)
     try:
         stats = prepare(cfg)
-    except (DataFileError, ValueError) as e:
-        _err(str(e))
-        return EXIT_BAD_INPUT
     except SourceUnavailable as e:
-        _err(str(e))
+        print(f"tooltune data prepare: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     print(format_table(stats))
     print(f"wrote {cfg.out}/train.jsonl, val.jsonl, rejected.jsonl, stats.json")
@@ -134,97 +177,116 @@ def _prepare(args: argparse.Namespace) -> int:
 def _synth(args: argparse.Namespace) -> int:
     from tooltune.data.synthetic import write
 
-    try:
-        cfg = config_mechanism.load(SynthConfig, overrides=config_mechanism.given_overrides(args))
-    except ConfigError as e:
-        _err(str(e))
-        return EXIT_USAGE
+    cfg = config_mechanism.load(SynthConfig, overrides=config_mechanism.given_overrides(args))
+    _check_ranges(cfg, SYNTH_RANGES)
+    if cfg.min_distractors > cfg.max_distractors:
+        raise ConfigError(f"min_distractors: must be <= max_distractors ({cfg.max_distractors}), "
+                          f"got {cfg.min_distractors}")
+    weights = cfg.weights
+    for c in weights:
+        if c not in SynthConfig().weights:
+            raise config_mechanism.unknown_name("weights", "category", c, SynthConfig().weights)
+    if not all(isinstance(w, (int, float)) and not isinstance(w, bool) and w >= 0 for w in weights.values()):
+        raise ConfigError(f"weights: every weight must be a number >= 0, got {weights}")
     if args.categories:
         wanted = [c.strip() for c in args.categories.split(",") if c.strip()]
-        unknown = [c for c in wanted if c not in cfg.weights]
-        if unknown:
-            _err(f"unknown categories {unknown}; choose from {list(cfg.weights)}")
-            return EXIT_BAD_INPUT
-        cfg.weights = {c: w for c, w in cfg.weights.items() if c in wanted}
+        for c in wanted:
+            if c not in weights:
+                raise config_mechanism.unknown_name("--categories", "category", c, weights)
+        weights = {c: w for c, w in weights.items() if c in wanted}
+    if not sum(weights.values()) > 0:
+        raise ConfigError(f"weights: at least one category needs a weight > 0, got {weights}")
+    cfg.weights = weights
+    config_mechanism.prepare_output(args.out)
     n = write(cfg, args.out, args.format)
     print(f"wrote {n} {args.format} records to {args.out}")
     return 0
 
 
+def _system_prompt(value: str | None) -> str | None:
+    """The text `--system-prompt` stands for: a template's system text, a file's contents or the text."""
+    if value is None:
+        return None
+    config_mechanism.check_prompt_text("--system-prompt", value, TEMPLATES)
+    if value in TEMPLATES:
+        return TEMPLATES[value].system
+    path = Path(value).expanduser()
+    return path.read_text(encoding="utf-8") if path.is_file() else value
+
+
 def _export(args: argparse.Namespace) -> int:
     from tooltune.data.export import export
-    from tooltune.schema import SchemaError
 
-    try:
-        n = export(
-            args.input,
-            args.format,
-            args.out,
-            template=args.template,
-            history=args.history,
-            keep_reasoning=not args.no_reasoning_history,
-            system_prompt=args.system_prompt,
-        )
-    except (SchemaError, FileNotFoundError) as e:
-        _err(str(e))
-        return EXIT_BAD_INPUT
+    _check_template("--template", args.template)
+    system_prompt = _system_prompt(args.system_prompt)
+    _check_inputs(args.input)
+    config_mechanism.prepare_output(args.out, folder=args.format == "hf")
+    n = export(
+        args.input,
+        args.format,
+        args.out,
+        template=args.template,
+        history=args.history,
+        keep_reasoning=not args.no_reasoning_history,
+        system_prompt=system_prompt,
+    )
     print(f"wrote {n} rows ({args.format}) to {args.out}")
     return 0
 
 
 def _select(args: argparse.Namespace) -> int:
     from tooltune.data.recipes import balanced_set, difficulty_filter
-    from tooltune.schema import SchemaError, read_jsonl, write_jsonl
+    from tooltune.schema import read_jsonl, write_jsonl
 
     given = config_mechanism.given_overrides
-    try:
-        cfg = config_mechanism.load(DifficultyConfig, overrides=given(args, "difficulty"))
-        backend_cfg = config_mechanism.load(BackendConfig, overrides=given(args, "backend"))
-        backend_cfg.batch_size = cfg.batch_size or backend_cfg.batch_size  # 0 = one call: keep the model's
-        if args.recipe == "difficulty":
-            backend_cfg.source()
-    except ConfigError as e:
-        _err(f"select: {e}")
-        return EXIT_USAGE
-    try:
-        samples = [s for path in args.input for s in read_jsonl(path)]
-    except (SchemaError, FileNotFoundError) as e:
-        _err(str(e))
-        return EXIT_BAD_INPUT
+    cfg = config_mechanism.load(DifficultyConfig, overrides=given(args, "difficulty"))
+    backend_cfg = config_mechanism.load(BackendConfig, overrides=given(args, "backend"))
+    backend_cfg.batch_size = cfg.batch_size or backend_cfg.batch_size  # 0 = one call: keep the model's
+    if args.recipe == "difficulty":
+        backend_cfg.source()
+    if args.per_category is not None and args.per_category < 1:
+        raise ConfigError(f"--per-category: must be >= 1, got {args.per_category}")
+    _check_inputs(args.input)
+    out = config_mechanism.prepare_output(args.out)
+    rejected_path = f"{os.path.splitext(args.out)[0]}.rejected.jsonl"
+    if args.recipe == "difficulty":
+        config_mechanism.prepare_output(rejected_path, "--out")
+        if cfg.cache:
+            config_mechanism.prepare_output(cfg.cache, "--cache")
+        backend_cfg.check_reachable()
+    samples = [s for path in args.input for s in read_jsonl(path)]
     if args.recipe == "balanced":
         chosen, report = balanced_set(samples, args.per_category, seed=cfg.seed)
-        write_jsonl(chosen, args.out)
+        write_jsonl(chosen, str(out))
         print(json.dumps(report))
         print(f"wrote {len(chosen)} samples to {args.out}")
         return 0
-    try:
-        backend = backend_cfg.build()
-    except ModelLoadError as e:
-        _err(f"select: {e}")
-        return EXIT_USAGE
+    backend = backend_cfg.build()
     kept, rejected, stats = difficulty_filter(samples, backend, cfg)
-    write_jsonl(kept, args.out)
-    base = os.path.splitext(args.out)[0]
-    with open(f"{base}.rejected.jsonl", "w", encoding="utf-8") as f:
+    write_jsonl(kept, str(out))
+    with open(rejected_path, "w", encoding="utf-8") as f:
         for r in rejected:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     print(json.dumps(stats))
-    print(f"kept {len(kept)} of {len(samples)} prompts -> {args.out}; rejected -> {base}.rejected.jsonl")
+    print(f"kept {len(kept)} of {len(samples)} prompts -> {args.out}; rejected -> {rejected_path}")
     return 0
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from tooltune.data.validate import validate_path
-    from tooltune.schema import SchemaError
+    from tooltune.data.validate import SPLIT_FILES, validate_path
 
-    try:
-        report = validate_path(args.path, args.template)
-    except (SchemaError, FileNotFoundError) as e:
-        _err(str(e))
-        return EXIT_BAD_INPUT
+    _check_template("--template", args.template, grammars=True)
+    path = Path(args.path).expanduser()
+    if not path.exists():
+        raise ConfigError(f"path: not found: {args.path} (a prepared folder or a canonical JSONL file)")
+    if path.is_dir() and not any((path / f).is_file() for f in SPLIT_FILES):
+        raise ConfigError(f"path: {args.path} holds no {' or '.join(SPLIT_FILES)} to validate")
+    if args.show < 0:
+        raise ConfigError(f"--show: must be >= 0, got {args.show}")
+    report = validate_path(args.path, args.template)
     print(f"gold self-check ({report.template}): {report.passed}/{report.total} samples score 1.0")
     for f in report.failures[: args.show]:
         print(f"  FAIL {f['file']} {f['id']}: {f['completion'][:200]!r}")
     if len(report.failures) > args.show:
         print(f"  … and {len(report.failures) - args.show} more")
-    return 0 if report.ok else EXIT_BAD_INPUT
+    return 0 if report.ok else EXIT_FAILED_CHECK

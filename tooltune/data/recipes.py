@@ -25,8 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
 from tooltune.generation import Backend, Sampling, score_samples
+from tooltune.prompts import TEMPLATES
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -74,14 +76,16 @@ def balanced_set(
 class DifficultyConfig:
     """Options of the policy-based difficulty filter (`tooltune data select --recipe difficulty` flags)."""
 
-    k: int = option(8, "Rollouts per prompt.")
-    temperature: float = option(1.0, "Sampling temperature of the reference policy.")
-    max_new_tokens: int = option(512, "Longest rollout, in tokens.")
-    template: str = option("tool_n1", "Prompt template and output grammar.")
+    k: int = option(8, "Rollouts per prompt.", min=1)
+    temperature: float = option(
+        1.0, "Sampling temperature of the reference policy (0 = greedy: k equal rollouts).", min=0
+    )
+    max_new_tokens: int = option(512, "Longest rollout, in tokens.", min=1)
+    template: str = option("tool_n1", "Prompt template and output grammar (a registered template name).")
     history: str = option("native", "Multi-turn history rendering.", ("native", "context"))
-    low: float = option(0.0, "Drop prompts whose success rate is <= low (never solved).")
-    high: float = option(1.0, "Drop prompts whose success rate is >= high (always solved).")
-    batch_size: int = option(32, "Prompts per backend call (0 = all in one call).")
+    low: float = option(0.0, "Drop prompts whose success rate is <= low (never solved).", min=0, max=1)
+    high: float = option(1.0, "Drop prompts whose success rate is >= high (always solved).", min=0, max=1)
+    batch_size: int = option(32, "Prompts per backend call (0 = all in one call).", min=0)
     seed: int = option(0, "Base seed of the rollouts (and of the balanced draw).")
     require_format: bool = option(True, "Count a rollout as solved only if its format is right.")
     cache: str | None = option(
@@ -90,12 +94,12 @@ class DifficultyConfig:
     progress: bool = option(True, "Show a progress bar.")
 
     def validate(self) -> DifficultyConfig:
-        if self.k < 1:
-            raise ConfigError(f"k: must be >= 1, got {self.k}")
-        if self.batch_size < 0:
-            raise ConfigError(f"batch_size: must be >= 0, got {self.batch_size}")
-        if not 0.0 <= self.low < self.high <= 1.0:
+        """Check choices, ranges, low < high and the template name; raise ConfigError naming the key."""
+        config_mechanism.check_values(self)
+        if not self.low < self.high:
             raise ConfigError(f"low, high: need 0 <= low < high <= 1, got {self.low}, {self.high}")
+        if self.template not in TEMPLATES:
+            raise config_mechanism.unknown_name("template", "template", self.template, TEMPLATES)
         return self
 
 

@@ -6,18 +6,25 @@ The other fields tune the chosen backend. On the command line the fields are fla
 `tooltune.config.add_arguments` (`--model DIR`, `--endpoint URL --model-name NAME`, `--predictions
 FILE`, ...), the same for `tooltune eval` and `tooltune data select`; in YAML (the CER student) they
 are keys of a mapping (`student: {model: models/r2if-student}`).
+
+`validate` refuses, before anything is loaded or sent, values outside their ranges, a local model path
+that does not exist, a predictions file that does not exist and an endpoint that is not an http(s)
+URL; `check_reachable` tells in seconds whether an endpoint accepts connections at all.
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
-from tooltune.generation.backends import Backend, HFBackend, OpenAIBackend, ReplayBackend
+from tooltune.generation.backends import Backend, BackendError, HFBackend, OpenAIBackend, ReplayBackend
 
 SOURCES = ("model", "endpoint", "predictions")
 """The fields that choose the backend; exactly one is set."""
@@ -44,25 +51,53 @@ class BackendConfig:
         "auto", "Weights dtype of the local model (auto = the checkpoint's).",
         ("auto", "float32", "bfloat16", "float16"),
     )
-    batch_size: int = option(8, "Prompts per generate call of the local model.")
+    batch_size: int = option(8, "Prompts per generate call of the local model.", min=1)
     api_key_env: str = option(
         "OPENAI_API_KEY", "Environment variable holding the endpoint's API key (unset = no key sent)."
     )
-    concurrency: int = option(8, "Parallel requests to the endpoint.")
-    timeout: float = option(120.0, "Seconds to wait for one endpoint response before retrying.")
-    retries: int = option(4, "Retries of a failed endpoint request (connection errors, 408/429/5xx).")
+    concurrency: int = option(8, "Parallel requests to the endpoint.", min=1)
+    timeout: float = option(
+        120.0, "Seconds to wait for one endpoint response before retrying.", min_exclusive=0
+    )
+    retries: int = option(
+        4, "Retries of a failed endpoint request (connection errors, 408/429/5xx).", min=0
+    )
 
     def validate(self) -> BackendConfig:
-        """Check the numeric fields and choices; which source is set is checked by `build`."""
-        config_mechanism.check_choices(self)
-        for key in ("batch_size", "concurrency"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{key}: must be >= 1, got {getattr(self, key)}")
-        if self.timeout <= 0:
-            raise ConfigError(f"timeout: must be > 0, got {self.timeout}")
-        if self.retries < 0:
-            raise ConfigError(f"retries: must be >= 0, got {self.retries}")
+        """Check choices, ranges and the sources that are set: a local-looking model path must be a
+        folder, predictions files must exist, an endpoint must be an http(s) URL. Which source is set
+        is checked by `source` (`build`)."""
+        config_mechanism.check_values(self)
+        config_mechanism.check_model_path("model", self.model)
+        for path in self.prediction_files():
+            config_mechanism.require_file("predictions", path)
+        if self.endpoint:
+            url = urllib.parse.urlsplit(self.endpoint)
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise ConfigError(f"endpoint: expected an http(s) URL such as http://localhost:8000/v1, "
+                                  f"got {self.endpoint!r}")
         return self
+
+    def check_reachable(self) -> None:
+        """With an endpoint: connect to its host and port (retries + 1 attempts, 1 s apart) and raise
+        BackendError naming the endpoint when nothing accepts the connection, so a run fails in seconds
+        rather than after every request's retries. Sends no request; other sources pass."""
+        if not self.endpoint:
+            return
+        url = urllib.parse.urlsplit(self.endpoint)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        last: OSError | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(1.0)
+            try:
+                with socket.create_connection((url.hostname, port), timeout=min(self.timeout, 10.0)):
+                    return
+            except OSError as e:
+                last = e
+        reason = getattr(last, "strerror", None) or last
+        raise BackendError(f"endpoint {self.endpoint}: cannot connect to {url.hostname}:{port} ({reason}) "
+                           f"after {self.retries + 1} attempt(s); is the server running?")
 
     def sources(self) -> list[str]:
         """The source fields that are set."""
@@ -98,7 +133,7 @@ class BackendConfig:
             if len(files) != 1:
                 raise ConfigError(f"predictions: one file expected here, got {len(files)} "
                                   "(several files are the seeds of an evaluation)")
-            return ReplayBackend(files[0])
+            return _replay(files[0])
         if kind == "model":
             return HFBackend(self.model, batch_size=self.batch_size, device=self._device(),
                              dtype=self.dtype)
@@ -107,10 +142,13 @@ class BackendConfig:
                              api_key=os.environ.get(self.api_key_env) if self.api_key_env else None)
 
     def seed_backends(self, seeds: int) -> list[tuple[int, Backend]]:
-        """(seed, backend) pairs: one per predictions file, else the one backend for seeds 0..seeds-1."""
+        """(seed, backend) pairs: one per predictions file, else the one backend for seeds 0..seeds-1.
+
+        An endpoint is checked to accept connections first (`check_reachable`)."""
         self.validate()
         if self.source() == "predictions":
-            return [(i, ReplayBackend(f)) for i, f in enumerate(self.prediction_files())]
+            return [(i, _replay(f)) for i, f in enumerate(self.prediction_files())]
+        self.check_reachable()
         backend = self.build()
         return [(s, backend) for s in range(max(1, seeds))]
 
@@ -120,6 +158,29 @@ class BackendConfig:
         import torch  # deferred: torch is heavy and only a local model needs it
 
         return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _replay(path: str) -> ReplayBackend:
+    """A ReplayBackend of the predictions file `path`; a file that is not predictions JSONL is a
+    ConfigError naming `predictions`, the file and the line."""
+    try:
+        return ReplayBackend(path)
+    except UnicodeDecodeError:
+        raise ConfigError(f"predictions: {_undecodable_line(path)}") from None
+    except ValueError as e:  # the reader names the file and line
+        raise ConfigError(f"predictions: {e}") from None
+
+
+def _undecodable_line(path: str) -> str:
+    """`file:line: not valid UTF-8 (...)` for the first line of `path` that is not UTF-8."""
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return (f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at byte {e.start + 1} "
+                        "of the line); expected JSONL text")
+    return f"{path}: not valid UTF-8; expected JSONL text"
 
 
 def backend_config(spec: BackendConfig | Mapping[str, Any]) -> BackendConfig:

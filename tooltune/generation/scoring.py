@@ -14,7 +14,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tooltune.config import ConfigError, option
+from tooltune import config as config_mechanism
+from tooltune.config import option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
 from tooltune.prompts import grammar_for, render_prompt
@@ -34,24 +35,23 @@ class Sampling:
     `temperature=0` (held-out accuracy during training passes it explicitly).
     """
 
-    temperature: float = option(0.7, "Sampling temperature (0 = greedy); the protocol samples at 0.7.")
-    max_new_tokens: int = option(512, "Longest completion, in tokens.")
+    temperature: float = option(
+        0.7, "Sampling temperature (0 = greedy); the protocol samples at 0.7.", min=0
+    )
+    max_new_tokens: int = option(512, "Longest completion, in tokens.", min=1)
     batch_size: int = option(
         16,
         "Prompts per backend call (0 = all in one call); evaluation also runs this many multi-turn "
         "conversations at once.",
+        min=0,
     )
 
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> Sampling:
-        if self.temperature < 0:
-            raise ConfigError(f"temperature: must be >= 0, got {self.temperature}")
-        if self.max_new_tokens < 1:
-            raise ConfigError(f"max_new_tokens: must be >= 1, got {self.max_new_tokens}")
-        if self.batch_size < 0:
-            raise ConfigError(f"batch_size: must be >= 0, got {self.batch_size}")
+        """Raise ConfigError naming the field whose value is outside its declared range."""
+        config_mechanism.check_values(self)
         return self
 
 

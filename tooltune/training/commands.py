@@ -3,13 +3,14 @@
 Any `--dotted.key value` after the known flags overrides the preset (e.g. `--grpo.temperature 0.7
 --filter.enabled true`; a bool also as `--filter.enabled` or `--no-filter.enabled`), the override
 syntax of every tooltune command; `--show-config` prints the resolved config and `--list-keys` every
-key with its help text. Heavy libraries are imported inside the handler.
+key with its help text. Before any work the handler checks the values, the names (template, reward
+components), the input files and that run.output_dir can be written, and raises; `tooltune.cli`
+reports a user error on one line. Heavy libraries are imported inside the handler.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import yaml
@@ -51,29 +52,23 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from tooltune.schema import SchemaError
-    from tooltune.training.config import ConfigError, describe, load_config
+    from tooltune.config import prepare_output
+    from tooltune.training.config import describe, load_config, resolve_system_prompt
 
     if args.list_keys:
         for key, default, help_ in describe():
             print(f"--{key} (default {default})\n    {help_}")
         return 0
-    try:
-        cfg = load_config(args.config, args.overrides)
-    except ConfigError as e:
-        print(f"tooltune train: config error: {e}", file=sys.stderr)
-        return 2
+    cfg = load_config(args.config, args.overrides)  # values, ranges, template and reward names
     if args.show_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         return 0
-    from tooltune.models import ModelLoadError
+    cfg.check_files()
+    cfg.data.system_prompt = resolve_system_prompt(cfg.data.system_prompt)
+    prepare_output(cfg.run.output_dir, "run.output_dir", folder=True)
     from tooltune.training.runner import shutdown_processes, train
 
-    try:
-        run_dir = train(cfg, resume=args.resume)
-    except (ConfigError, SchemaError, ModelLoadError) as e:
-        print(f"tooltune train: {e}", file=sys.stderr)
-        return 2
+    run_dir = train(cfg, resume=args.resume)
     shutdown_processes()  # only after success: a barrier would wait forever on a rank that failed
     print(f"tooltune train: finished; run directory {run_dir}")
     print(f"  metrics: {run_dir / 'metrics.jsonl'}  model: {run_dir / 'final'}")

@@ -1,8 +1,10 @@
 """Training configuration: the `TrainConfig` dataclass tree behind `tooltune train` and its presets.
 
-Fields are declared with `tooltune.config.option` (help written once); loading, overrides
-(`--grpo.temperature 0.7`), choices and the key listing come from `tooltune.config`. `validate`
-adds the cross-field rules and names the key that breaks one.
+Fields are declared with `tooltune.config.option` (help and allowed values written once); loading,
+overrides (`--grpo.temperature 0.7`), choices, ranges and the key listing come from `tooltune.config`.
+`validate` adds the cross-field rules and the names that must be registered (template, reward
+components and their parameters); `check_files` the files and folders that must exist. Each error
+names the key that breaks a rule.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
 from tooltune.prompts import TEMPLATES
+from tooltune.rewards import REWARDS, CompositeReward
 
 
 @dataclass
@@ -41,11 +44,16 @@ class DataConfig:
         "native", "Multi-turn history: native chat turns or one context turn.", ("native", "context")
     )
     keep_reasoning: bool = option(True, "Keep earlier assistant reasoning in the rendered history.")
-    system_prompt: str = option("", "Override the template's system prompt; empty = template default.")
-    max_train_samples: int = option(0, "Use only the first N training samples (0 = all).")
-    max_val_samples: int = option(200, "Evaluate on at most N validation samples (0 = all).")
+    system_prompt: str = option(
+        "",
+        "Override the template's system prompt: text ({tools} is filled in), or a text file or a registered "
+        "template's name, which `tooltune train` reads as the file's text or the template's system text; "
+        "empty = the template's own.",
+    )
+    max_train_samples: int = option(0, "Use only the first N training samples (0 = all).", min=0)
+    max_val_samples: int = option(200, "Evaluate on at most N validation samples (0 = all).", min=0)
     max_prompt_tokens: int = option(
-        0, "Drop (and count) prompts longer than this many tokens (0 = no limit)."
+        0, "Drop (and count) prompts longer than this many tokens (0 = no limit).", min=0
     )
 
 @dataclass
@@ -67,16 +75,18 @@ class RewardConfig:
 @dataclass
 class SFTSection:
     enabled: bool = option(False, "Run the SFT warm start before GRPO (R2IF) or alone.")
-    epochs: float = option(1.0, "SFT epochs over the training samples.")
-    max_steps: int = option(-1, "Stop after this many SFT optimizer steps (-1 = use epochs).")
-    learning_rate: float = option(1e-5, "SFT peak learning rate.")
+    epochs: float = option(1.0, "SFT epochs over the training samples.", min_exclusive=0)
+    max_steps: int = option(
+        -1, "Stop after this many SFT optimizer steps (-1 = use epochs).", min=1, also=(-1,)
+    )
+    learning_rate: float = option(1e-5, "SFT peak learning rate.", min_exclusive=0)
     lr_scheduler: str = option(
         "cosine", "SFT LR schedule.", ("constant", "linear", "cosine", "constant_with_warmup")
     )
-    warmup_ratio: float = option(0.03, "Share of SFT steps spent warming up.")
-    batch_size: int = option(8, "SFT per-device batch size (sequences).")
-    gradient_accumulation_steps: int = option(1, "SFT gradient accumulation.")
-    max_length: int = option(2048, "Truncate prompt+answer to this many tokens.")
+    warmup_ratio: float = option(0.03, "Share of SFT steps spent warming up.", min=0, max_exclusive=1)
+    batch_size: int = option(8, "SFT per-device batch size (sequences).", min=1)
+    gradient_accumulation_steps: int = option(1, "SFT gradient accumulation.", min=1)
+    max_length: int = option(2048, "Truncate prompt+answer to this many tokens.", min=1)
     target: str = option(
         "answer",
         "SFT target calls: 'answer' (ground truth) or 'meta.<key>' (e.g. meta.sft_answer, "
@@ -94,50 +104,57 @@ class SFTSection:
 @dataclass
 class GRPOSection:
     enabled: bool = option(True, "Run the GRPO stage.")
-    num_generations: int = option(8, "Rollouts per prompt (n).")
-    prompts_per_step: int = option(16, "Prompts per generation batch (the papers' 'batch size').")
-    prompts_per_update: int = option(0, "Prompts per optimizer step (R2IF mini-batch); 0 = prompts_per_step.")
-    per_device_batch_size: int = option(8, "Rollouts per device per forward/backward micro-batch.")
-    epochs: float = option(1.0, "Passes over the training prompts.")
-    max_steps: int = option(-1, "Stop after this many optimizer steps (-1 = use epochs).")
-    max_seconds: float = option(0.0, "Stop after this much GRPO wall time in seconds (0 = no limit).")
-    learning_rate: float = option(1e-6, "Peak learning rate.")
+    num_generations: int = option(8, "Rollouts per prompt (n).", min=1)
+    prompts_per_step: int = option(16, "Prompts per generation batch (the papers' 'batch size').", min=1)
+    prompts_per_update: int = option(
+        0, "Prompts per optimizer step (R2IF mini-batch); 0 = prompts_per_step.", min=0
+    )
+    per_device_batch_size: int = option(8, "Rollouts per device per forward/backward micro-batch.", min=1)
+    epochs: float = option(1.0, "Passes over the training prompts.", min_exclusive=0)
+    max_steps: int = option(-1, "Stop after this many optimizer steps (-1 = use epochs).", min=1, also=(-1,))
+    max_seconds: float = option(0.0, "Stop after this much GRPO wall time in seconds (0 = no limit).", min=0)
+    learning_rate: float = option(1e-6, "Peak learning rate.", min_exclusive=0)
     lr_scheduler: str = option(
         "constant", "LR schedule.", ("constant", "linear", "cosine", "constant_with_warmup")
     )
-    warmup_ratio: float = option(0.0, "Share of training spent warming up.")
-    weight_decay: float = option(0.0, "AdamW weight decay.")
-    max_grad_norm: float = option(1.0, "Gradient clipping norm.")
-    temperature: float = option(1.0, "Sampling temperature for rollouts.")
-    top_p: float = option(1.0, "Nucleus sampling for rollouts.")
-    top_k: int = option(0, "Top-k sampling for rollouts (0 = off).")
-    max_completion_length: int = option(512, "Max tokens per rollout.")
-    beta: float = option(0.0, "KL coefficient (k3 estimator, added to the loss); 0 = no reference model.")
-    epsilon: float = option(0.2, "Lower clip range (1 - epsilon).")
-    epsilon_high: float = option(0.0, "Upper clip range (1 + epsilon_high); 0 = same as epsilon.")
+    warmup_ratio: float = option(0.0, "Share of training spent warming up.", min=0, max_exclusive=1)
+    weight_decay: float = option(0.0, "AdamW weight decay.", min=0)
+    max_grad_norm: float = option(1.0, "Gradient clipping norm (0 = no clipping).", min=0)
+    temperature: float = option(
+        1.0, "Sampling temperature for rollouts (GRPO needs differing rollouts: greedy 0 is refused).",
+        min_exclusive=0,
+    )
+    top_p: float = option(1.0, "Nucleus sampling for rollouts.", min_exclusive=0, max=1)
+    top_k: int = option(0, "Top-k sampling for rollouts (0 = off).", min=0)
+    max_completion_length: int = option(512, "Max tokens per rollout.", min=1)
+    beta: float = option(
+        0.0, "KL coefficient (k3 estimator, added to the loss); 0 = no reference model.", min=0
+    )
+    epsilon: float = option(0.2, "Lower clip range (1 - epsilon).", min=0)
+    epsilon_high: float = option(0.0, "Upper clip range (1 + epsilon_high); 0 = same as epsilon.", min=0)
     loss_type: str = option(
         "dapo", "Loss aggregation.", ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "luspo")
     )
     scale_rewards: str = option("group", "Advantage scaling.", ("group", "batch", "none"))
     entropy_coef: float = option(0.0, "Entropy bonus coefficient.")
-    num_iterations: int = option(1, "Policy updates per generation batch (mu).")
+    num_iterations: int = option(1, "Policy updates per generation batch (mu).", min=1)
     mask_truncated_completions: bool = option(False, "Exclude truncated rollouts from the loss.")
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
     vllm_server_base_url: str = option("", "vLLM server URL for vllm_mode=server (trl vllm-serve).")
-    vllm_gpu_memory_utilization: float = option(0.3, "vLLM colocate memory share.")
+    vllm_gpu_memory_utilization: float = option(0.3, "vLLM colocate memory share.", min_exclusive=0, max=1)
 
 @dataclass
 class FilterConfig:
     enabled: bool = option(False, "Online pre-rollout filtering (efficiency paper Eq. 4-6).")
-    k: int = option(1, "Skip a prompt once it was fully solved in k consecutive epochs.")
+    k: int = option(1, "Skip a prompt once it was fully solved in k consecutive epochs.", min=1)
     max_reward: float = option(1.0, "A rollout 'solves' the prompt when its total reward >= this.")
     reset_after_skip: bool = option(False, "Zero the streak after a skip so the prompt returns next epoch.")
 
 @dataclass
 class DownsampleConfig:
     enabled: bool = option(False, "Max-variance rollout down-sampling (efficiency paper Eq. 7).")
-    m: int = option(4, "Rollouts kept per prompt for the policy update (m < n).")
+    m: int = option(4, "Rollouts kept per prompt for the policy update (m < n).", min=1)
     drop_zero_variance: bool = option(False, "Drop groups whose rewards are all equal before the update.")
     advantage: str = option(
         "kept",
@@ -148,12 +165,14 @@ class DownsampleConfig:
 @dataclass
 class DiagnosticsConfig:
     entropy_split: bool = option(True, "Log token entropy of reasoning vs tool-call tokens.")
-    eval_every: int = option(0, "Held-out exact match every N optimizer steps (0 = only at the end).")
-    eval_samples: int = option(
-        100, "Validation samples per held-out evaluation (0 = no held-out evaluation)."
+    eval_every: int = option(
+        0, "Held-out exact match every N optimizer steps (0 = only at the end).", min=0
     )
-    eval_max_new_tokens: int = option(256, "Greedy generation length for held-out evaluation.")
-    eval_batch_size: int = option(16, "Prompts per greedy generation batch.")
+    eval_samples: int = option(
+        100, "Validation samples per held-out evaluation (0 = no held-out evaluation).", min=0
+    )
+    eval_max_new_tokens: int = option(256, "Greedy generation length for held-out evaluation.", min=1)
+    eval_batch_size: int = option(16, "Prompts per greedy generation batch.", min=1)
 
 @dataclass
 class RunConfig:
@@ -164,9 +183,9 @@ class RunConfig:
     device: str = option("auto", "auto = GPU when present, else CPU.", ("auto", "cpu", "cuda"))
     bf16: bool = option(True, "bf16 mixed precision (forced off on CPU).")
     gradient_checkpointing: bool = option(True, "Activation checkpointing (forced off on CPU).")
-    save_steps: int = option(50, "Checkpoint every N optimizer steps.")
-    save_total_limit: int = option(2, "Keep at most N checkpoints.")
-    logging_steps: int = option(1, "Log metrics every N optimizer steps.")
+    save_steps: int = option(50, "Checkpoint every N optimizer steps.", min=1)
+    save_total_limit: int = option(2, "Keep at most N checkpoints.", min=1)
+    logging_steps: int = option(1, "Log metrics every N optimizer steps.", min=1)
     report_to: list = option([], "Extra TRL/transformers loggers, e.g. [tensorboard, wandb].")
     log_completions: bool = option(False, "Print sample completions (TRL log_completions).")
 
@@ -184,17 +203,12 @@ class TrainConfig:
     diagnostics: DiagnosticsConfig = section(DiagnosticsConfig, "Diagnostics.")
 
     def validate(self) -> TrainConfig:
-        """Check choices and cross-field rules; raise ConfigError naming the key."""
-        config_mechanism.check_choices(self)
+        """Check choices, ranges, cross-field rules and registered names; raise ConfigError naming the key.
+
+        Reads no data and loads no model, so a preset validates anywhere; `check_files` checks the
+        paths before a run."""
+        config_mechanism.check_values(self)
         g, d = self.grpo, self.downsample
-        for key, val in (
-            ("grpo.num_generations", g.num_generations),
-            ("grpo.prompts_per_step", g.prompts_per_step),
-            ("grpo.per_device_batch_size", g.per_device_batch_size),
-            ("filter.k", self.filter.k),
-        ):
-            if val < 1:
-                raise ConfigError(f"{key}: must be >= 1, got {val}")
         if g.num_generations < 2 and g.enabled:
             raise ConfigError(
                 f"grpo.num_generations: GRPO needs >= 2 rollouts per prompt, got {g.num_generations}"
@@ -219,13 +233,29 @@ class TrainConfig:
                 f"downsample.m: per_device_batch_size x m ({g.per_device_batch_size} x {d.m}) must be a "
                 f"multiple of num_generations ({g.num_generations}) so kept rows split evenly"
             )
-        for key, val in (("grpo.warmup_ratio", g.warmup_ratio), ("sft.warmup_ratio", self.sft.warmup_ratio)):
-            if not 0.0 <= val < 1.0:
-                raise ConfigError(f"{key}: must be in [0, 1), got {val}")
         if self.sft.target != "answer" and not self.sft.target.startswith("meta."):
             raise ConfigError(f"sft.target: must be 'answer' or 'meta.<key>', got {self.sft.target!r}")
         if not (self.sft.enabled or g.enabled):
             raise ConfigError("sft.enabled / grpo.enabled: at least one stage must be enabled")
+        template = resolve_template(self.data.template)
+        config_mechanism.check_prompt_text("data.system_prompt", self.data.system_prompt, TEMPLATES)
+        if self.reward.template:
+            template = resolve_template(self.reward.template, "reward.template")
+        build_reward(self.reward, template)
+        return self
+
+    def check_files(self) -> TrainConfig:
+        """Check that the inputs exist before any work: data.train (required), data.val (when set) and
+        model.name_or_path (required; a local-looking path must be an existing folder, a hub id is left
+        to the loader). Raises ConfigError naming the key."""
+        if not self.model.name_or_path:
+            raise ConfigError("model.name_or_path: required (a model directory or hub id)")
+        if not self.data.train:
+            raise ConfigError("data.train: required (a canonical JSONL file)")
+        config_mechanism.require_file("data.train", self.data.train)
+        if self.data.val:
+            config_mechanism.require_file("data.val", self.data.val)
+        config_mechanism.check_model_path("model.name_or_path", self.model.name_or_path)
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -248,8 +278,46 @@ def resolve_template(spec: str, key: str = "data.template") -> str:
         if not isinstance(name, str):
             raise ConfigError(f"{key}: {spec!r} did not return a template name")
     if name not in TEMPLATES:
-        raise ConfigError(f"{key}: unknown template {name!r}; registered: {', '.join(sorted(TEMPLATES))}")
+        raise config_mechanism.unknown_name(key, "template", name, TEMPLATES)
     return name
+
+
+def resolve_system_prompt(spec: str, key: str = "data.system_prompt") -> str:
+    """The system-prompt text `spec` stands for: a registered template's name gives that template's
+    system text, an existing file its contents, anything else is the text itself ("" = the template's
+    own). A single word that is none of these is a ConfigError naming `key` (a mistyped name)."""
+    config_mechanism.check_prompt_text(key, spec, TEMPLATES)
+    if spec in TEMPLATES:
+        return TEMPLATES[spec].system
+    if spec and Path(spec).expanduser().is_file():
+        return Path(spec).expanduser().read_text(encoding="utf-8")
+    return spec
+
+
+def build_reward(reward: RewardConfig, template: str) -> CompositeReward:
+    """The reward composition of `reward` for completions in the registered `template`.
+
+    Building it loads nothing heavy (a CER student and the SMV encoder load when they first score), so
+    `TrainConfig.validate` builds it once: an unknown component, a weight that is not a number, a
+    parameter no component takes or a bad student is a ConfigError naming the key before any work."""
+    components = reward.components
+    if not components:
+        raise ConfigError("reward.components: at least one component is needed, e.g. {binary: 1}")
+    for name, weight in components.items():
+        if name not in REWARDS:
+            raise config_mechanism.unknown_name("reward.components", "reward", name, REWARDS)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ConfigError(f"reward.components.{name}: the weight must be a number, got {weight!r}")
+    params = dict(reward.params)
+    if not reward.require_format:  # only the binary-style components take it; the default needs no mention
+        params.setdefault("require_format", False)
+    try:
+        return CompositeReward(dict(components), template=template, format_mode=reward.format_mode, **params)
+    except ConfigError as e:
+        raise ConfigError(f"reward.params: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"reward.components / reward.params: {e}") from None
+
 
 parse_overrides = config_mechanism.parse_overrides
 

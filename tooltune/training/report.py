@@ -10,9 +10,10 @@ import argparse
 import json
 import logging
 import math
-import sys
 from pathlib import Path
 from typing import Any
+
+from tooltune.config import prepare_output
 
 logger = logging.getLogger(__name__)
 
@@ -228,17 +229,10 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-
-    out = Path(args.out) if args.out else Path(args.run_dir) / "report"
-    try:
-        plots = plot_run(args.run_dir, out)
-        md = write_markdown(args.run_dir, out, plots)
-    except MetricsError as e:
-        print(f"tooltune report: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"tooltune report: --out {out}: cannot write there ({e.strerror or e})", file=sys.stderr)
-        return 2
+    load_metrics(args.run_dir)  # a MetricsError names the file before anything is written
+    out = prepare_output(args.out or Path(args.run_dir) / "report", "--out", folder=True)
+    plots = plot_run(args.run_dir, out)
+    md = write_markdown(args.run_dir, out, plots)
     print(md.read_text(encoding="utf-8"))
     print(f"tooltune report: {len(plots)} plots and {md} written to {out}")
     return 0
