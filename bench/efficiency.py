@@ -1,7 +1,7 @@
 """Efficiency benchmark: vanilla GRPO vs GRPO + pre-rollout filtering + max-variance down-sampling.
 
 From the same SFT warm start, data and seed (a quickstart run, stopped after its warm-start
-evaluation), train each variant for the same training wall-time budget, evaluating greedy held-out
+evaluation), train each variant for the same training-time budget, evaluating greedy held-out
 exact match at regular step intervals (evaluation time is kept off the training clock):
 
   (a) vanilla        TRL GRPO as shipped (n rollouts per prompt, all back-propagated)
@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -49,14 +50,16 @@ VARIANTS = {
 
 
 def variant_knobs(name: str, args: argparse.Namespace, base_lr: float) -> dict[str, Any]:
-    """GRPOSettings fields of one variant: its techniques get the command-line parameters."""
+    """Training-config overrides of one variant: its techniques, with the command-line parameters."""
     on = VARIANTS[name]
     return {
-        "filter_k": args.filter_k if on["filter"] else 0,
-        "filter_reset": args.filter_reset,
-        "downsample_m": args.downsample_m if on["downsample"] else 0,
-        "advantage_mode": args.advantage,
-        "lr": base_lr * (args.vanilla_lr_scale if name == "vanilla" else args.lr_scale),
+        "filter.enabled": on["filter"],
+        "filter.k": args.filter_k,
+        "filter.reset_after_skip": args.filter_reset,
+        "downsample.enabled": on["downsample"],
+        "downsample.m": args.downsample_m,
+        "downsample.advantage": args.advantage,
+        "grpo.learning_rate": base_lr * (args.vanilla_lr_scale if name == "vanilla" else args.lr_scale),
     }
 
 
@@ -118,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="runs/bench_efficiency", help="output folder (efficiency.json, PNG)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--budget-s", type=float, default=240.0, help="training wall time per variant")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=240.0,
+        help="training time per variant (held-out evaluations excluded)",
+    )
     ap.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     ap.add_argument("--eval-samples", type=int, default=300, help="held-out samples per evaluation")
     ap.add_argument("--rl-prompts", type=int, default=256, help="RL prompt set (several epochs must fit)")
@@ -160,29 +168,30 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
+    # deferred: torch, transformers and trl load in seconds; --help and the tests need none of them
     import torch
 
-    from tooltune.quickstart.grpo import GRPOSettings, grpo_train
-    from tooltune.quickstart.run import Pipeline, environment, make_config
+    from tooltune.config import set_key
+    from tooltune.quickstart.config import load_config
+    from tooltune.quickstart.report import environment
+    from tooltune.quickstart.run import Pipeline
+    from tooltune.training.diagnostics import grpo_summary
+    from tooltune.training.runner import train
 
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     overrides: dict[str, Any] = {"seed": args.seed, "threads": args.threads}
     if args.multi_step:
-        overrides["multi_step"] = True
+        overrides.update({"task.multi_step": True, "train.reward.require_format": False})
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    cfg = load_config(configs / ("quickstart_mini.yaml" if args.mini else "quickstart.yaml"), overrides)
     warm_dir = Path(args.warm_start) if args.warm_start else out / "warm_start"
-    base = Pipeline(
-        warm_dir,
-        make_config("mini" if args.mini else "default", **overrides),
-        say=lambda s: print(s, flush=True),
-    )
+    base = Pipeline(warm_dir, cfg, say=lambda s: print(s, flush=True))
     print("== warm start (quickstart stages data, model, sft, eval_sft; reused when present)", flush=True)
     base.run(stop_after="eval_sft")
-    sp = base.splits()
-    rl = sp["train"][: args.rl_prompts]
-    heldout = sp["heldout"][: args.eval_samples]
-    c = base.cfg
+    n_rl = min(args.rl_prompts, len(base.splits()["train"]))
+    n_eval = min(args.eval_samples, len(base.splits()["heldout"]))
     chosen = [v for v in args.variants.split(",") if v] or list(VARIANTS)
     unknown = sorted(set(chosen) - set(VARIANTS))
     if unknown:
@@ -192,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         "task": "multi_step" if args.multi_step else "single_turn",
         "seed": args.seed,
         "budget_s_per_variant": args.budget_s,
-        "rl_prompts": len(rl),
-        "eval_samples": len(heldout),
+        "rl_prompts": n_rl,
+        "eval_samples": n_eval,
         "eval_every": args.eval_every,
         "warm_start_step": base.result("sft")["chosen_step"],
     }
@@ -207,16 +216,28 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(str(e))
     for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
-        s = GRPOSettings.from_config(
-            c,
-            steps=10**6,  # the wall-time budget ends training
-            eval_every=args.eval_every,
-            wall_budget_s=args.budget_s,
-            **variant_knobs(name, args, c.grpo_lr),
-        )
+        run_dir = out / "runs" / name
+        shutil.rmtree(run_dir, ignore_errors=True)
+        knobs = variant_knobs(name, args, cfg.train.grpo.learning_rate)
+        tcfg = base.train_config("grpo")
+        for key, value in {
+            **knobs,
+            "run.output_dir": str(run_dir),
+            "run.save_steps": 10**9,  # no checkpoints: a variant is rerun, not resumed
+            "grpo.max_steps": 10**6,  # the training-time budget ends training
+            "grpo.max_seconds": args.budget_s,
+            "data.max_train_samples": n_rl,
+            "data.val": str(warm_dir / "data" / "heldout.jsonl"),
+            "data.max_val_samples": n_eval,
+            "diagnostics.eval_samples": n_eval,
+            "diagnostics.eval_every": args.eval_every,
+        }.items():
+            set_key(tcfg, key, value)
         t = time.perf_counter()
-        r = grpo_train(base.model_dir("sft"), out / "models" / name, rl, heldout, s, c.eval_batch)
+        train(tcfg.validate())
+        r = grpo_summary(run_dir / "metrics.jsonl")
         r["bench_wall_s"] = time.perf_counter() - t
+        r["settings"] = knobs
         results[name] = r
         best = max(p["accuracy"] for p in r["curve"])
         print(

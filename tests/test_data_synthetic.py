@@ -20,7 +20,7 @@ from tooltune.data.synthetic import (
     to_toolace,
     to_xlam,
 )
-from tooltune.data.synthetic_tools import BY_NAME, CHAINS, TOOLS
+from tooltune.data.synthetic.tools import BY_NAME, CHAINS, TOOLS
 from tooltune.schema import CATEGORIES, Sample, ToolCall
 
 

@@ -1,4 +1,4 @@
-"""Quickstart: task design invariants, statistics, and the staged pipeline at a miniature budget."""
+"""Quickstart: settings from one file, statistics, the efficiency bench's pieces, the staged pipeline."""
 
 from __future__ import annotations
 
@@ -8,116 +8,96 @@ import math
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from tooltune.quickstart import evaluate as ev
-from tooltune.quickstart.task import (
-    TRAIN_TOOLS,
-    UNSEEN_TOOLS,
-    TaskConfig,
-    make_multi_step_splits,
-    make_splits,
-    sft_calls,
+from tooltune.config import ConfigError
+from tooltune.quickstart import stats
+from tooltune.quickstart.config import DEFAULT_CONFIG, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+MINI = REPO / "configs" / "quickstart_mini.yaml"
+
+
+def test_the_config_file_holds_the_measured_settings() -> None:
+    assert DEFAULT_CONFIG == REPO / "configs" / "quickstart.yaml"
+    c = load_config()
+    assert (c.seed, c.threads, c.model_size) == (0, 2, "quickstart")
+    t = c.task
+    assert (t.n_train, t.n_val, t.n_heldout, t.n_unseen) == (6000, 200, 1000, 300)
+    assert (t.enum_noise, t.parallel_drop, t.multi_step) == (0.7, 0.6, False)
+    w = c.warm_start
+    assert (w.min_steps, w.eval_every, w.eval_samples, w.threshold) == (500, 100, 100, 0.4)
+    assert (c.evaluation.pass_k, c.evaluation.pass_samples) == (8, 200)
+    s, g, d = c.train.sft, c.train.grpo, c.train.diagnostics
+    assert (s.engine, s.target, s.batch_size, s.learning_rate, s.max_steps) == (
+        "torch", "meta.sft_answer", 16, 2e-3, 2000
+    )
+    assert round(s.max_steps * s.warmup_ratio) == 20 and s.lr_scheduler == "constant_with_warmup"
+    assert (g.max_steps, g.prompts_per_step, g.num_generations, g.learning_rate) == (120, 8, 8, 5e-4)
+    assert (g.temperature, g.top_k, g.beta, g.max_completion_length) == (1.0, 0, 0.0, 72)
+    assert (d.eval_every, d.eval_samples, d.eval_max_new_tokens, d.eval_batch_size) == (20, 200, 72, 64)
+    assert c.train.data.template == "tool_n1_compact" and c.train.reward.components == {"binary": 1.0}
+
+
+def test_mini_extends_the_measured_file_and_overrides_use_dotted_keys() -> None:
+    full, mini = load_config(), load_config(MINI, {"train.grpo.learning_rate": "1e-4", "seed": 3})
+    assert mini.model_size == "test" and mini.train.grpo.max_steps == 2
+    assert mini.train.sft.learning_rate == full.train.sft.learning_rate  # not restated: inherited
+    assert mini.train.grpo.learning_rate == 1e-4 and mini.seed == 3
+    with pytest.raises(ConfigError, match="train.grpo.learnin_rate: unknown key"):
+        load_config(MINI, {"train.grpo.learnin_rate": 1})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("train.run.seed", 5, "train.run.seed: set by the top-level seed"),
+        ("task.seed", 5, "task.seed: set by the top-level seed"),
+        ("train.data.train", "x.jsonl", "train.data.train: set by the run folder"),
+        ("task.multi_step", True, "train.reward.require_format: the multi-step task"),
+        ("model_size", "huge", "model_size: 'huge' is not allowed"),
+    ],
 )
-
-UNSEEN = {t.name for t in UNSEEN_TOOLS}
-TRAIN = {t.name for t in TRAIN_TOOLS}
-
-
-def _key(s) -> str:
-    return s.messages[-1]["content"] + "|" + ",".join(sorted(t.name for t in s.tools))
-
-
-def test_default_splits_have_the_promised_sizes_and_are_disjoint() -> None:
-    sp = make_splits(TaskConfig())
-    assert len(sp["heldout"]) >= 1000
-    train_keys = {_key(s) for s in sp["train"]}
-    assert not train_keys & {_key(s) for s in sp["heldout"]}
-    assert not train_keys & {_key(s) for s in sp["val"]}
-    # unseen-tools samples all need a tool that no training sample offers
-    assert not {t.name for s in sp["train"] for t in s.tools} & UNSEEN
-    assert all({t.name for t in s.tools} & UNSEEN for s in sp["unseen_tools"])
-    assert all(c.name in UNSEEN for s in sp["unseen_tools"] for c in s.answer)
-
-
-def test_demonstrations_are_imperfect_only_in_train_and_only_in_the_designed_ways() -> None:
-    sp = make_splits(TaskConfig(seed=3, n_train=3000))
-    noisy = [s for s in sp["train"] if sft_calls(s) != list(s.answer)]
-    assert 0.1 < len(noisy) / len(sp["train"]) < 0.3
-    for s in noisy:
-        demo, gold = sft_calls(s), list(s.answer)
-        if len(demo) < len(gold):  # the second parallel call was dropped
-            assert s.category == "parallel" and len(demo) == 1
-        for i, (d, g) in enumerate(zip(demo, gold)):
-            info = s.meta["decisions"][min(i, len(s.meta["decisions"]) - 1)]
-            assert d.name == g.name
-            for k in (k for k in g.arguments if d.arguments[k] != g.arguments[k]):
-                # only a paraphrased enum, and only towards its default value
-                assert info["paraphrase"] and k == info["enum"] and d.arguments[k] == info["default"]
-    for split in ("val", "heldout", "unseen_tools"):
-        assert all("sft_answer" not in s.meta for s in sp[split])
-
-
-@settings(max_examples=15, deadline=None)
-@given(st.integers(0, 10_000))
-def test_every_answer_calls_offered_tools_with_valid_arguments(seed: int) -> None:
-    sp = make_splits(TaskConfig(seed=seed, n_train=60, n_val=5, n_heldout=30, n_unseen=10))
-    for s in (x for v in sp.values() for x in v):
-        offered = {t.name: t for t in s.tools}
-        assert (s.category == "irrelevance") == (not s.answer)
-        if s.category in ("parallel", "parallel_multiple"):
-            assert len(s.answer) == 2
-        for c in s.answer:
-            spec = offered[c.name]
-            assert set(c.arguments) == set(spec.required)
-            for k, v in c.arguments.items():
-                prop = spec.properties[k]
-                assert isinstance(v, int if prop["type"] == "integer" else str)
-                assert v in prop.get("enum", [v])
-        if s.category == "irrelevance":
-            wanted = s.meta["decisions"][0]["tool"]
-            assert wanted not in offered and wanted in TRAIN
-
-
-def test_multi_step_chains_copy_the_tool_result_and_end_with_no_call() -> None:
-    sp = make_multi_step_splits(TaskConfig(n_train=30, n_val=6, n_heldout=9, n_unseen=5))
-    chain = sp["train"][:3]
-    assert [len(s.messages) for s in chain] == [1, 3, 5]
-    result = json.loads(chain[1].messages[2]["content"])
-    assert list(result.values())[0] in chain[1].answer[0].arguments.values()
-    assert chain[2].answer == []
-    assert all(s.category == "multi_step" for s in sp["heldout"])
+def test_settings_the_run_cannot_take_are_refused_by_name(key: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(MINI, {key: value})
+    ok = load_config(MINI, {"task.multi_step": True, "train.reward.require_format": False})
+    assert ok.task.multi_step
 
 
 def test_binomial_and_paired_statistics_match_hand_computation() -> None:
-    b = ev.binomial([1, 0, 1, 1])
+    b = stats.binomial([1, 0, 1, 1])
     assert b["accuracy"] == 0.75 and math.isclose(b["se"], math.sqrt(0.75 * 0.25 / 4))
-    d = ev.paired([1, 1, 1, 0], [0, 1, 0, 0])  # differences 1, 0, 1, 0: mean 0.5, sd 0.57735
+    d = stats.paired([1, 1, 1, 0], [0, 1, 0, 0])  # differences 1, 0, 1, 0: mean 0.5, sd 0.57735
     assert d["diff"] == 0.5
     assert math.isclose(d["se"], math.sqrt((4 * 0.25) / 3 / 4))
     assert math.isclose(d["z"], 0.5 / d["se"])
 
 
-def test_cli_registers_quickstart_and_bench() -> None:
+def test_cli_flags_come_from_the_config_and_bench_is_registered() -> None:
     from tooltune import bench_commands
+    from tooltune.config import given_overrides
     from tooltune.quickstart import commands
 
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     commands.register(sub)
     bench_commands.register(sub)
-    args = parser.parse_args(["quickstart", "--out", "x", "--seed", "2", "--set", "grpo_steps=3"])
-    assert args.seed == 2 and args.set == ["grpo_steps=3"] and callable(args.func)
+    args = parser.parse_args(
+        ["quickstart", "--out", "x", "--seed", "2", "--train.grpo.learning_rate", "1e-4", "--config", "c"]
+    )
+    assert args.config == "c" and callable(args.func)
+    assert given_overrides(args) == {"seed": "2", "train.grpo.learning_rate": "1e-4"}
+    with pytest.raises(SystemExit):  # derived keys have no flag
+        parser.parse_args(["quickstart", "--train.run.seed", "1"])
     args = parser.parse_args(["bench", "efficiency", "--out", "y"])
     assert args.name == "efficiency" and args.args == ["--out", "y"]
-    assert "efficiency" in bench_commands.available()
+    assert "efficiency" in bench_commands.available(REPO / "bench")
 
 
 def _bench_efficiency():
     import importlib.util
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "efficiency.py"
+    path = REPO / "bench" / "efficiency.py"
     spec = importlib.util.spec_from_file_location("bench_efficiency", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -125,25 +105,32 @@ def _bench_efficiency():
 
 
 def test_efficiency_variants_get_only_their_techniques_and_the_lr_scale() -> None:
-    import argparse
+    from tooltune.config import set_key
 
     mod = _bench_efficiency()
     args = argparse.Namespace(
         filter_k=2, filter_reset=True, downsample_m=4, advantage="full", lr_scale=0.5, vanilla_lr_scale=1.0
     )
     assert mod.variant_knobs("vanilla", args, 1e-3) == {
-        "filter_k": 0,
-        "filter_reset": True,
-        "downsample_m": 0,
-        "advantage_mode": "full",
-        "lr": 1e-3,
+        "filter.enabled": False,
+        "filter.k": 2,
+        "filter.reset_after_skip": True,
+        "downsample.enabled": False,
+        "downsample.m": 4,
+        "downsample.advantage": "full",
+        "grpo.learning_rate": 1e-3,
     }
     both = mod.variant_knobs("filter+downsample", args, 1e-3)
-    assert (both["filter_k"], both["downsample_m"], both["lr"]) == (2, 4, 5e-4)
-    assert mod.variant_knobs("filter_only", args, 1e-3)["downsample_m"] == 0
-    assert mod.variant_knobs("downsample_only", args, 1e-3)["filter_k"] == 0
+    assert (both["filter.enabled"], both["downsample.enabled"]) == (True, True)
+    assert both["grpo.learning_rate"] == 5e-4
+    assert not mod.variant_knobs("filter_only", args, 1e-3)["downsample.enabled"]
+    assert not mod.variant_knobs("downsample_only", args, 1e-3)["filter.enabled"]
     args.vanilla_lr_scale = 0.5  # the lr control: vanilla at (b)'s learning rate
-    assert mod.variant_knobs("vanilla", args, 1e-3)["lr"] == 5e-4
+    assert mod.variant_knobs("vanilla", args, 1e-3)["grpo.learning_rate"] == 5e-4
+    cfg = load_config(MINI).train  # the knobs are keys of the training config
+    for key, value in both.items():
+        set_key(cfg, key, value)
+    assert cfg.filter.enabled and cfg.downsample.m == 4 and cfg.validate()
 
 
 def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> None:
@@ -173,31 +160,11 @@ def test_efficiency_reference_is_refused_unless_measured_the_same_way(tmp_path: 
         mod.reference_vanilla(str(tmp_path / "missing.json"), expect)
 
 
-def test_grpo_settings_follow_the_config_and_the_multi_step_task_drops_the_format_term() -> None:
-    from tooltune.quickstart.grpo import GRPOSettings
-    from tooltune.quickstart.run import make_config
+def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config(tmp_path: Path) -> None:
+    from tooltune.quickstart.run import STAGES, Pipeline
+    from tooltune.training.config import load_config as load_train_config
 
-    c = make_config("mini", seed=3)
-    s = GRPOSettings.from_config(c)
-    assert (s.steps, s.lr, s.seed, s.eval_every) == (c.grpo_steps, c.grpo_lr, 3, c.grpo_eval_every)
-    assert s.require_format
-    bench = GRPOSettings.from_config(make_config("mini", multi_step=True), wall_budget_s=9.0, downsample_m=2)
-    assert not bench.require_format and (bench.wall_budget_s, bench.downsample_m) == (9.0, 2)
-
-
-def test_unknown_settings_are_named() -> None:
-    from tooltune.quickstart.run import make_config
-
-    with pytest.raises(ValueError, match="grpo_stepz"):
-        make_config("mini", grpo_stepz=1)
-    with pytest.raises(ValueError, match="budget"):
-        make_config("huge")
-
-
-def test_mini_pipeline_resumes_and_reports(tmp_path) -> None:
-    from tooltune.quickstart.run import STAGES, Pipeline, make_config
-
-    cfg = make_config("mini", threads=1)
+    cfg = load_config(MINI, {"threads": 1})
     said: list[str] = []
     Pipeline(tmp_path, cfg, say=said.append).run(stop_after="eval_sft")
     partial = json.loads((tmp_path / "report.json").read_text())
@@ -220,11 +187,61 @@ def test_mini_pipeline_resumes_and_reports(tmp_path) -> None:
     ):
         assert key in report, key
     per_cat = report["grpo_eval"]["heldout"]["per_category"]
-    assert sum(v["n"] for v in per_cat.values()) == cfg.n_heldout
-    assert report["grpo"]["steps"] == cfg.grpo_steps
-    assert report["sft_continued"]["budget_s"] == report["grpo"]["train_wall_s"]
+    assert sum(v["n"] for v in per_cat.values()) == cfg.task.n_heldout
+    assert report["grpo"]["steps"] == cfg.train.grpo.max_steps
+    assert report["sft_continued"]["budget_s"] == report["grpo"]["train_wall_s"] > 0
+    grpo = json.loads((tmp_path / "stages" / "grpo.json").read_text())
+    assert [p["step"] for p in grpo["curve"]] == [0, 1, 2]  # validation curve every step (mini)
+    assert all(r["train_s"] <= grpo["train_wall_s"] for r in grpo["log"])
+    sft = json.loads((tmp_path / "stages" / "sft.json").read_text())
+    assert [p["step"] for p in sft["curve"]] == [3, 6] and sft["chosen_step"] in (3, 6)
     assert (tmp_path / "report.md").read_text().startswith("# tooltune quickstart report")
     for png in report["plots"]:
         assert (tmp_path / png).stat().st_size > 0
+    # DIR/train.yaml: `tooltune train` runs SFT to the chosen warm start, then GRPO, from the base model
+    train = load_train_config(tmp_path / "train.yaml")
+    assert train.sft.enabled and train.grpo.enabled and train.sft.max_steps == sft["chosen_step"]
+    assert train.model.name_or_path == str(tmp_path / "models" / "base")
+    assert train.data.train == str(tmp_path / "data" / "train.jsonl") and train.run.seed == cfg.seed
+    # the folder's config reads back as the same settings, and another one is refused
+    assert load_config(tmp_path / "config.yaml").to_dict() == cfg.to_dict()
     with pytest.raises(ValueError, match="other settings"):
-        Pipeline(tmp_path, make_config("mini", threads=1, grpo_steps=5))
+        Pipeline(tmp_path, load_config(MINI, {"threads": 1, "train.grpo.max_steps": 5}))
+
+
+class Killed(Exception):
+    pass
+
+
+def test_sft_stage_resumes_from_its_progress_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed inside SFT continues from the last check and chooses the same warm start."""
+    from tooltune.quickstart import run as qs
+
+    cfg = load_config(MINI, {"threads": 1, "train.sft.max_steps": 9})
+    whole = qs.Pipeline(tmp_path / "whole", cfg, say=lambda s: None)
+    whole.run(stop_after="sft")
+    killed = qs.Pipeline(tmp_path / "killed", cfg, say=lambda s: None)
+    killed.run(stop_after="model")
+    original = qs.SFTLoop.train
+
+    def killed_after_first_check(loop, *a, **kw):  # the progress checkpoint at step 3, then a kill
+        def once(lp):
+            kw["callback"](lp)
+            raise Killed
+
+        return original(loop, *a, **{**kw, "callback": once})
+
+    monkeypatch.setattr(qs.SFTLoop, "train", killed_after_first_check)
+    with pytest.raises(Killed):
+        killed.run(stop_after="sft")
+    monkeypatch.undo()
+    assert (tmp_path / "killed" / "models" / "sft_progress" / "sft_state.pt").is_file()
+    said: list[str] = []
+    qs.Pipeline(tmp_path / "killed", cfg, say=said.append).run(stop_after="sft")
+    assert any("resuming SFT at step 3" in line for line in said)
+    a, b = whole.result("sft"), killed.result("sft")
+    assert [p["step"] for p in a["curve"]] == [p["step"] for p in b["curve"]] == [3, 6, 9]
+    assert [p["loss"] for p in a["curve"]] == [p["loss"] for p in b["curve"]]
+    assert a["chosen_step"] == b["chosen_step"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 
@@ -52,3 +53,91 @@ def test_truncate_metrics_keeps_other_stages_and_earlier_steps(tmp_path: Path) -
     path.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"stage": "grpo", "st')
     assert truncate_metrics(path, "grpo", 2) == 3
     assert [json.loads(x) for x in path.read_text().splitlines()] == recs[:3]
+
+
+class _State:
+    def __init__(self, step: int = 0) -> None:
+        self.global_step, self.epoch, self.is_world_process_zero = step, 0.0, True
+
+
+class _Control:
+    should_training_stop = False
+
+
+def test_grpo_time_budget_counts_training_not_heldout_evaluation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grpo.max_seconds`: a held-out evaluation longer than the budget does not end training."""
+    import time
+    from collections import defaultdict
+
+    from tooltune.training import diagnostics as dg
+
+    def slow_eval(*a, **kw) -> float:
+        time.sleep(0.3)
+        return 0.5
+
+    monkeypatch.setattr(dg, "greedy_exact_match", slow_eval)
+
+    class Trainer:
+        accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
+        model = processing_class = None
+        _metrics: dict = {"train": defaultdict(list)}
+
+        def __init__(self) -> None:
+            self.logged: list[dict] = []
+
+        def log(self, logs: dict) -> None:
+            self.logged.append(logs)
+            metrics.on_log(None, state, None, logs)
+
+    clock = dg.TrainingClock()
+    metrics = dg.MetricsLogger(tmp_path / "m.jsonl", "grpo", max_seconds=0.2, clock=clock)
+    trainer = Trainer()
+    heldout = dg.HeldOutEval(trainer, [{"prompt": "p", "answer": "[]"}], "tool_n1", every=1, clock=clock)
+    state, control = _State(), _Control()
+    metrics.on_train_begin(None, state, control)
+    heldout.on_train_begin(None, state, control)  # 0.3 s of evaluation at step 0
+    state.global_step = 1
+    metrics.on_step_end(None, state, control)
+    assert not control.should_training_stop and clock.seconds < 0.1
+    time.sleep(0.25)  # training
+    metrics.on_step_end(None, state, control)
+    assert control.should_training_stop
+    assert heldout.history[0]["step"] == 0 and heldout.history[0]["train_s"] < 0.1
+    rec = json.loads((tmp_path / "m.jsonl").read_text().splitlines()[0])
+    assert rec[dg.HELDOUT_KEY] == 0.5 and rec["train_s"] < 0.1 and rec["time"] >= 0.3
+
+
+def test_clock_continues_a_resumed_run_and_summary_reads_the_metrics(tmp_path: Path) -> None:
+    from tooltune.training.diagnostics import HELDOUT_KEY, TrainingClock, grpo_summary
+
+    assert TrainingClock(offset=100.0).seconds >= 100.0
+    path = tmp_path / "metrics.jsonl"
+    recs = [{"stage": "sft", "step": 9, "loss": 1.0, "train_s": 50.0}]
+    recs.append({"stage": "grpo", "step": 0, "train_s": 0.0, HELDOUT_KEY: 0.25})
+    for step in range(1, 11):
+        recs.append(
+            {
+                "stage": "grpo",
+                "step": step,
+                "train_s": 2.0 * step,
+                "train_cpu_s": 3.0 * step,
+                "reward": step / 10,
+                "tooltune/rollout_time": 1.5,
+                "tooltune/update_time": 0.5,
+                "tooltune/rollouts_generated": 64.0,
+                "tooltune/tokens_trained": 100.0,
+                **({HELDOUT_KEY: 0.5} if step % 5 == 0 else {}),
+            }
+        )
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    s = grpo_summary(path)
+    assert (s["steps"], s["train_wall_s"], s["train_cpu_s"]) == (10, 20.0, 30.0)
+    assert (s["rollout_s"], s["update_s"], s["rollouts_generated"], s["tokens_trained"]) == (15, 5, 640, 1000)
+    assert s["reward_first"] == 0.1 and s["reward_last"] == 1.0 and len(s["log"]) == 10
+    assert s["curve"] == [
+        {"step": 0, "train_s": 0.0, "accuracy": 0.25},
+        {"step": 5, "train_s": 10.0, "accuracy": 0.5},
+        {"step": 10, "train_s": 20.0, "accuracy": 0.5},
+    ]

@@ -85,14 +85,14 @@ def test_sft_stage_trains_on_completion_only(engine: str, tiny_model_dir: Path, 
 def test_completion_only_labels(tiny_model_dir: Path) -> None:
     from transformers import AutoTokenizer
 
-    from tooltune.training.sft import _encode
+    from tooltune.training.sft import encode
 
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     row = {
         "prompt": [{"role": "user", "content": "hi"}],
         "completion": [{"role": "assistant", "content": "ok"}],
     }
-    ids, labels = _encode(tok, row, 512)
+    ids, labels = encode(tok, row, 512)
     n_prompt = len(
         tok(
             tok.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True),
@@ -101,3 +101,119 @@ def test_completion_only_labels(tiny_model_dir: Path) -> None:
     )
     assert labels[:n_prompt] == [-100] * n_prompt and labels[n_prompt:] == ids[n_prompt:]
     assert tok.decode(ids[n_prompt:]).startswith("ok")
+
+
+def _loop(model_dir: Path, **kw):
+    from tooltune.models import load_model_and_tokenizer
+    from tooltune.training.data import sft_rows
+    from tooltune.training.sft import SFTLoop
+
+    model, tok = load_model_and_tokenizer(str(model_dir), dtype="float32")
+    rows = sft_rows(_samples(12), "tool_n1", target="meta.sft_answer")
+    args = {"batch_size": 4, "learning_rate": 1e-2, "seed": 7, "warmup_steps": 3}
+    return SFTLoop(model, tok, rows, **{**args, **kw})
+
+
+def test_sft_loop_restored_from_a_checkpoint_continues_exactly(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Save after 3 steps, load model + state into a new process-like loop, train 3 more: the same
+    weights, optimizer state, step and row-drawing RNG as 6 uninterrupted steps."""
+    whole = _loop(tiny_model_dir)
+    whole.train(steps=6)
+    first = _loop(tiny_model_dir)
+    first.train(steps=3)
+    first.save(tmp_path / "ckpt", meta={"curve": [1, 2]})
+    resumed = _loop(tmp_path / "ckpt")  # weights (and tokenizer) from the checkpoint folder
+    assert resumed.restore(tmp_path / "ckpt") == {"curve": [1, 2]}
+    assert resumed.step == 3 and resumed.lr() == 1e-2  # warm-up (3 steps) already done
+    resumed.train(steps=3)
+    assert resumed.step == whole.step == 6 and resumed.loss == whole.loss
+    assert resumed.rng.getstate() == whole.rng.getstate()
+    a, b = whole.model.state_dict(), resumed.model.state_dict()
+    assert all((a[k] == b[k]).all() for k in a)
+    sa, sb = whole.opt.state_dict()["state"], resumed.opt.state_dict()["state"]
+    assert all((sa[i]["exp_avg"] == sb[i]["exp_avg"]).all() and sa[i]["step"] == sb[i]["step"] for i in sa)
+
+
+def test_sft_loop_budget_and_training_time_leave_callbacks_out(tiny_model_dir: Path) -> None:
+    import time
+
+    loop = _loop(tiny_model_dir)
+    calls: list[int] = []
+
+    def slow_check(lp) -> bool:  # an evaluation that takes far longer than a step
+        calls.append(lp.step)
+        time.sleep(0.2)
+        return False
+
+    t = time.perf_counter()
+    done = loop.train(seconds=0.3, every=1, callback=slow_check)
+    wall = time.perf_counter() - t
+    assert done >= 2 and calls == list(range(1, done + 1))
+    assert wall >= 0.2 * done > loop.train_seconds  # the waiting is not training time
+    assert loop.train_seconds >= 0.3  # the budget ran out on training alone
+    stop = _loop(tiny_model_dir)
+    assert stop.train(steps=10, every=2, callback=lambda lp: lp.step >= 4) == 4  # a true return stops
+    ends: list[int] = []
+    _loop(tiny_model_dir).train(steps=5, every=2, callback=lambda lp: ends.append(lp.step))
+    assert ends == [2, 4, 5]  # every `every` steps and after the last one
+
+
+def test_lr_schedules_warm_up_linearly_then_hold_or_decay() -> None:
+    from tooltune.training.sft import lr_factor
+
+    assert [lr_factor(s, "constant_with_warmup", 4, 100) for s in range(6)] == [0.25, 0.5, 0.75, 1, 1, 1]
+    assert lr_factor(0, "constant", 0, 10) == 1.0
+    assert lr_factor(5, "linear", 0, 10) == 0.5 and lr_factor(12, "linear", 0, 10) == 0.0
+    assert abs(lr_factor(5, "cosine", 0, 10) - 0.5) < 1e-9
+    with pytest.raises(ValueError, match="lr schedule 'step'"):
+        lr_factor(0, "step", 0, 10)
+
+
+def test_torch_engine_resumes_a_killed_run_from_its_last_checkpoint(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """`tooltune train --resume` on a torch-SFT run killed while writing its step-4 checkpoint
+    (checkpoints every 2 steps) resumes from step 2 and ends with the weights of an uninterrupted run."""
+    import shutil
+
+    from safetensors.torch import load_file
+
+    from tooltune.schema import write_jsonl
+    from tooltune.training.config import load_config
+    from tooltune.training.runner import train
+
+    data = tmp_path / "train.jsonl"
+    write_jsonl(_samples(8), str(data))
+
+    def cfg(out: str) -> object:
+        return load_config(
+            None,
+            {
+                "model.name_or_path": str(tiny_model_dir),
+                "run.output_dir": str(tmp_path / out),
+                "run.device": "cpu",
+                "data.train": str(data),
+                "data.template": "tool_n1_compact",
+                "sft.enabled": True,
+                "sft.engine": "torch",
+                "sft.max_steps": 6,
+                "sft.batch_size": 4,
+                "sft.learning_rate": 1e-2,
+                "sft.lr_scheduler": "linear",
+                "grpo.enabled": False,
+                "run.save_steps": 2,
+                "run.save_total_limit": 2,
+            },
+        )
+
+    whole = train(cfg("whole"))
+    killed = train(cfg("killed"))
+    # the kill: checkpoint-4 lacks its state file (written last), nothing after it exists
+    shutil.rmtree(killed / "sft" / "final")
+    (killed / "sft" / "checkpoint-4" / "sft_state.pt").unlink()
+    train(cfg("killed"), resume=True)
+    a = load_file(str(whole / "sft" / "final" / "model.safetensors"))
+    b = load_file(str(killed / "sft" / "final" / "model.safetensors"))
+    assert all((a[k] == b[k]).all() for k in a)
+    steps = [json.loads(x)["step"] for x in (killed / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4, 5, 6]  # no step logged twice

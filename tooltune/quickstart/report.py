@@ -1,17 +1,39 @@
-"""DIR/report.json, DIR/report.md and PNG curves of a quickstart run (from whatever stages finished)."""
+"""DIR/report.json, DIR/report.md and PNG curves of a quickstart run (from whatever stages finished).
+
+`write_report(out, config, results)` takes the stage results by stage name (`tooltune.quickstart.run`
+writes them to DIR/stages/<stage>.json) and the resolved settings.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+import os
+import platform
+from pathlib import Path
+from typing import Any
 
-from tooltune.quickstart import evaluate as ev
-
-if TYPE_CHECKING:
-    from tooltune.quickstart.run import Pipeline
+from tooltune.quickstart.stats import paired
 
 logger = logging.getLogger(__name__)
+
+
+def environment() -> dict[str, Any]:
+    """Versions and hardware (the report's and the efficiency benchmark's)."""
+    import torch  # deferred: heavy
+    import transformers  # deferred: heavy
+    import trl  # deferred: heavy
+
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "processor": platform.processor() or platform.machine(),
+    }
 
 
 def _acc(res: dict[str, Any]) -> dict[str, Any]:
@@ -22,52 +44,50 @@ def _acc(res: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build(p: Pipeline) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from tooltune.quickstart.run import STAGES, environment
-
+def build(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's content from the settings and the finished stages' results."""
+    done = results.__contains__
     r: dict[str, Any] = {
-        "seed": p.cfg.seed,
-        "config": asdict(p.cfg),
+        "seed": config["seed"],
+        "config": config,
         "environment": environment(),
-        "stages_finished": [s for s in STAGES if p.done(s)],
+        "stages_finished": list(results),
         "timings": {},
     }
     for s in r["stages_finished"]:
-        r["timings"][s] = p.result(s)["timing"]
+        r["timings"][s] = results[s]["timing"]
     r["timings"]["total_wall_s"] = sum(t["wall_s"] for t in r["timings"].values())
-    if p.done("data"):
-        r["data"] = {k: v for k, v in p.result("data").items() if k != "timing"}
-    if p.done("sft"):
-        sft = p.result("sft")
+    if done("data"):
+        r["data"] = {k: v for k, v in results["data"].items() if k != "timing"}
+    if done("sft"):
+        sft = results["sft"]
         r["warm_start"] = {
             k: sft[k] for k in ("chosen_step", "chosen_val_accuracy", "rule", "reached_threshold")
         }
     evals = {"sft": "eval_sft", "grpo": "eval_grpo", "sft_continued": "eval_sft_continued"}
     for key, stage in evals.items():
-        if p.done(stage):
-            res = p.result(stage)
+        if done(stage):
+            res = results[stage]
             r[f"{key}_accuracy"] = res["heldout"]["accuracy"]
             r[f"{key}_se"] = res["heldout"]["se"]
             r[f"{key}_eval"] = _acc(res)
-    if p.done("eval_sft"):
-        ps = p.result("eval_sft")["pass"]
+    if done("eval_sft"):
+        ps = results["eval_sft"]["pass"]
         r["sft_pass_at_8" if ps["k"] == 8 else f"sft_pass_at_{ps['k']}"] = ps["accuracy"]
         r["sft_pass"] = ps
-    base = p.result("eval_sft")["heldout"]["hits"] if p.done("eval_sft") else None
+    base = results["eval_sft"] if done("eval_sft") else None
     for key, stage in (("grpo", "eval_grpo"), ("sft_continued", "eval_sft_continued")):
-        if base is not None and p.done(stage):
-            r[f"{key}_vs_sft"] = ev.paired(p.result(stage)["heldout"]["hits"], base)
-            r[f"{key}_vs_sft_unseen_tools"] = ev.paired(
-                p.result(stage)["unseen_tools"]["hits"], p.result("eval_sft")["unseen_tools"]["hits"]
+        if base is not None and done(stage):
+            r[f"{key}_vs_sft"] = paired(results[stage]["heldout"]["hits"], base["heldout"]["hits"])
+            r[f"{key}_vs_sft_unseen_tools"] = paired(
+                results[stage]["unseen_tools"]["hits"], base["unseen_tools"]["hits"]
             )
-    if p.done("eval_grpo") and p.done("eval_sft_continued"):
-        r["grpo_vs_sft_continued"] = ev.paired(
-            p.result("eval_grpo")["heldout"]["hits"], p.result("eval_sft_continued")["heldout"]["hits"]
+    if done("eval_grpo") and done("eval_sft_continued"):
+        r["grpo_vs_sft_continued"] = paired(
+            results["eval_grpo"]["heldout"]["hits"], results["eval_sft_continued"]["heldout"]["hits"]
         )
-    if p.done("grpo"):
-        g = p.result("grpo")
+    if done("grpo"):
+        g = results["grpo"]
         r["grpo"] = {
             k: g[k]
             for k in (
@@ -82,8 +102,8 @@ def build(p: Pipeline) -> dict[str, Any]:
                 "reward_last",
             )
         }
-    if p.done("sft_continued"):
-        sc = p.result("sft_continued")
+    if done("sft_continued"):
+        sc = results["sft_continued"]
         r["sft_continued"] = {k: sc[k] for k in ("steps", "train_wall_s", "train_cpu_s", "budget_s")}
     if "grpo_vs_sft" in r:
         d = r["grpo_vs_sft"]
@@ -163,18 +183,18 @@ def _md(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plots(p: Pipeline) -> list[str]:
+def plots(out: Path, results: dict[str, dict[str, Any]]) -> list[str]:
     """reward, validation accuracy, zero-variance share, rollout vs update time (one PNG each)."""
-    if not p.done("grpo"):
+    if "grpo" not in results:
         return []
-    import matplotlib
+    import matplotlib  # deferred: heavy
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: heavy
 
-    g = p.result("grpo")
+    g = results["grpo"]
     log = g["log"]
-    out = []
+    names: list[str] = []
 
     def series(key: str) -> tuple[list, list]:
         pts = [(x["step"], x[key]) for x in log if key in x]
@@ -199,15 +219,15 @@ def plots(p: Pipeline) -> list[str]:
         if len(keys) > 1:
             ax.legend()
         fig.tight_layout()
-        path = p.out / f"{name}.png"
+        path = out / f"{name}.png"
         fig.savefig(path, dpi=90)
         plt.close(fig)
-        out.append(path.name)
+        names.append(path.name)
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    if p.done("sft"):
-        sft = p.result("sft")["curve"]
+    if "sft" in results:
+        sft = results["sft"]["curve"]
         ax.plot([c["step"] for c in sft], [c["val_accuracy"] for c in sft], label="SFT (validation)")
-    step0 = p.result("sft")["chosen_step"] if p.done("sft") else 0
+    step0 = results["sft"]["chosen_step"] if "sft" in results else 0
     ax.plot(
         [step0 + c["step"] for c in g["curve"]],
         [c["accuracy"] for c in g["curve"]],
@@ -217,14 +237,18 @@ def plots(p: Pipeline) -> list[str]:
     ax.set_title("greedy validation exact match")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(p.out / "accuracy.png", dpi=90)
+    fig.savefig(out / "accuracy.png", dpi=90)
     plt.close(fig)
-    return [*out, "accuracy.png"]
+    return [*names, "accuracy.png"]
 
 
-def write_report(p: Pipeline) -> dict[str, Any]:
-    r = build(p)
-    r["plots"] = plots(p)
-    (p.out / "report.json").write_text(json.dumps(r, indent=1))
-    (p.out / "report.md").write_text(_md(r) + "".join(f"\n![{x}]({x})\n" for x in r["plots"]))
+def write_report(
+    out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Write out/report.json, out/report.md and the PNGs; returns the report."""
+    out = Path(out)
+    r = build(config, results)
+    r["plots"] = plots(out, results)
+    (out / "report.json").write_text(json.dumps(r, indent=1))
+    (out / "report.md").write_text(_md(r) + "".join(f"\n![{x}]({x})\n" for x in r["plots"]))
     return r

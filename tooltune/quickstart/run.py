@@ -1,139 +1,96 @@
-"""The quickstart pipeline: build model -> synthetic data -> SFT warm start -> GRPO -> evaluations -> report.
+"""The quickstart pipeline: data -> tiny model -> SFT warm start -> GRPO -> evaluations -> report.
 
-Every stage writes `DIR/stages/<stage>.json` when it finishes; running again skips finished stages, so
-an interrupted run resumes from the last finished stage (models live in `DIR/models/<stage>`).
+Every stage writes `DIR/stages/<stage>.json` when it finishes; running again skips finished stages.
+Inside a stage, SFT resumes from its last progress checkpoint (every `warm_start.eval_every` steps)
+and GRPO from its last checkpoint (every `train.run.save_steps` steps); other stages are redone.
 
-Stages (`STAGES`):
-  data           task splits as canonical JSONL (train, val, heldout >= 1,000, unseen_tools)
-  model          tiny Qwen2 + tokenizer trained on the rendered training texts
-  sft            SFT on the (imperfect) demonstrations; the warm start is the first checkpoint whose
-                 greedy validation accuracy reaches `warm_threshold` (chosen by measurement: the
-                 phase change moves by ~100 steps between seeds)
-  eval_sft       greedy held-out + unseen-tools accuracy, pass@k on a held-out subset
-  grpo           GRPO with the binary reward and reasoning format (tooltune.training's TRL trainer)
+Stages (`STAGES`), each through the library:
+  data           `tooltune.data.synthetic.quickstart_task`: train, val, heldout (>= 1,000), unseen_tools
+  model          `tooltune.models.build_tiny_model`, tokenizer trained on the rendered training texts
+  sft            `tooltune.training.sft.SFTLoop` on the (imperfect) demonstrations; the warm start is
+                 the first checked step whose greedy validation accuracy reaches `warm_start.threshold`
+  eval_sft       greedy held-out + unseen-tools exact match, pass@k on a held-out subset
+                 (`tooltune.generation.score_samples`)
+  grpo           `tooltune.training.runner.train` with the `train:` section's GRPO settings
   eval_grpo      the same evaluations after GRPO
-  sft_continued  SFT resumed from the warm start for the same wall time GRPO trained (fair baseline)
+  sft_continued  SFT continued from the warm start for the training time GRPO took (the fair baseline)
   eval_sft_continued
+
+Run folder: config.yaml (the resolved settings; another config is refused), train.yaml (`tooltune
+train --config DIR/train.yaml` runs the SFT and GRPO stages again), data/, models/{base,sft,
+sft_continued}, grpo/ (the GRPO run: metrics.jsonl, checkpoints, final/), stages/, report.{json,md}, *.png.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
-import platform
+import shutil
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooltune.quickstart.task import TaskConfig
+import torch
+
+from tooltune import config as config_mechanism
+from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, build_splits, entity_tokens, sft_calls
+from tooltune.generation import HFBackend, Sampling, score_samples
+from tooltune.models import build_tiny_model, load_model_and_tokenizer
+from tooltune.prompts import render_answer, render_prompt
+from tooltune.quickstart.config import QuickstartConfig
+from tooltune.quickstart.report import write_report
+from tooltune.quickstart.stats import summarize
+from tooltune.schema import Sample, read_jsonl, write_jsonl
+from tooltune.training.config import TrainConfig
+from tooltune.training.data import config_sft_rows
+from tooltune.training.diagnostics import grpo_summary
+from tooltune.training.runner import train
+from tooltune.training.sft import SFTLoop, is_complete
 
 logger = logging.getLogger(__name__)
 
 STAGES = ("data", "model", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued", "eval_sft_continued")
 
-
-@dataclass
-class QuickstartConfig:
-    """Sizes and hyper-parameters of one quickstart run (`BUDGETS` holds the presets)."""
-
-    seed: int = field(default=0, metadata={"help": "seed of data, model init, SFT order and rollouts"})
-    threads: int = field(
-        default=2,
-        metadata={
-            "help": "torch CPU threads; 2 fits the 15-minute budget on an unshared 2-core machine; use 1 "
-            "when other jobs share the cores (spinning OpenMP threads under contention made 2 threads 4x "
-            "slower per step)"
-        },
-    )
-    n_train: int = field(default=6000, metadata={"help": "training samples"})
-    n_val: int = field(default=200, metadata={"help": "validation samples (warm-start choice, GRPO curve)"})
-    n_heldout: int = field(default=1000, metadata={"help": "held-out samples (>= 1,000 for the report)"})
-    n_unseen: int = field(default=300, metadata={"help": "held-out samples with tools never trained on"})
-    enum_noise: float = field(default=0.7, metadata={"help": "see TaskConfig.enum_noise"})
-    parallel_drop: float = field(default=0.6, metadata={"help": "see TaskConfig.parallel_drop"})
-    multi_step: bool = field(
-        default=False,
-        metadata={"help": "multi-step task (tool results in the history) instead of the single-turn one"},
-    )
-    model_size: str = field(default="quickstart", metadata={"help": "tooltune.models.SIZES key"})
-    sft_batch: int = field(default=16, metadata={"help": "SFT sequences per step"})
-    sft_lr: float = field(default=2e-3, metadata={"help": "SFT learning rate (constant after warm-up)"})
-    sft_max_steps: int = field(default=2000, metadata={"help": "SFT gives up choosing after this many steps"})
-    sft_min_steps: int = field(
-        default=500, metadata={"help": "first step at which the warm start is checked"}
-    )
-    sft_eval_every: int = field(default=100, metadata={"help": "check the warm-start rule every N steps"})
-    sft_eval_samples: int = field(default=100, metadata={"help": "validation samples per check"})
-    warm_threshold: float = field(
-        default=0.4,
-        metadata={"help": "warm start = first checkpoint whose greedy validation accuracy reaches this"},
-    )
-    grpo_steps: int = field(default=120, metadata={"help": "GRPO optimizer steps"})
-    grpo_prompts: int = field(default=8, metadata={"help": "prompts per GRPO step"})
-    grpo_generations: int = field(default=8, metadata={"help": "rollouts per prompt (n)"})
-    grpo_lr: float = field(
-        default=5e-4,
-        metadata={
-            "help": "GRPO learning rate; 1e-3 collapsed onto always answering [] in the feasibility trial"
-        },
-    )
-    grpo_temperature: float = field(default=1.0, metadata={"help": "rollout temperature"})
-    grpo_eval_every: int = field(default=20, metadata={"help": "validation accuracy every N GRPO steps"})
-    max_new_tokens: int = field(default=72, metadata={"help": "longest completion (rollouts and evaluation)"})
-    pass_k: int = field(default=8, metadata={"help": "k of pass@k at the warm start"})
-    pass_samples: int = field(default=200, metadata={"help": "held-out samples for pass@k"})
-    eval_batch: int = field(default=64, metadata={"help": "prompts per generation batch in evaluation"})
-
-    def task(self) -> TaskConfig:
-        return TaskConfig(
-            seed=self.seed,
-            n_train=self.n_train,
-            n_val=self.n_val,
-            n_heldout=self.n_heldout,
-            n_unseen=self.n_unseen,
-            enum_noise=self.enum_noise,
-            parallel_drop=self.parallel_drop,
-        )
-
-
-BUDGETS: dict[str, dict[str, Any]] = {
-    "default": {},
-    # Minutes-long smoke run (tests, CI): tiny sizes, same code path.
-    "mini": {
-        "n_train": 200,
-        "n_val": 16,
-        "n_heldout": 24,
-        "n_unseen": 12,
-        "model_size": "test",
-        "sft_batch": 8,
-        "sft_max_steps": 6,
-        "sft_min_steps": 3,
-        "sft_eval_every": 3,
-        "sft_eval_samples": 8,
-        "warm_threshold": 1.1,
-        "grpo_steps": 2,
-        "grpo_prompts": 2,
-        "grpo_generations": 4,
-        "grpo_eval_every": 1,
-        "max_new_tokens": 24,
-        "pass_k": 8,
-        "pass_samples": 8,
-        "eval_batch": 16,
-    },
+DESCRIPTIONS = {
+    "data": "generating the synthetic tool-calling task (imperfect demonstrations, exact ground truth)",
+    "model": "building a tiny Qwen2 model and training its tokenizer on the task's texts",
+    "sft": "SFT warm start; the checkpoint is chosen by measured validation accuracy",
+    "eval_sft": "evaluating the warm start: greedy held-out, unseen tools, pass@k",
+    "grpo": "GRPO with the binary reward (format + exact calls)",
+    "eval_grpo": "evaluating after GRPO",
+    "sft_continued": "baseline: SFT continued from the warm start for the training time GRPO took",
+    "eval_sft_continued": "evaluating the continued-SFT baseline",
 }
 
+SPLITS = ("train", "val", "heldout", "unseen_tools")
 
-def make_config(budget: str = "default", **overrides: Any) -> QuickstartConfig:
-    if budget not in BUDGETS:
-        raise ValueError(f"unknown quickstart budget {budget!r}; choose one of {sorted(BUDGETS)}")
-    known = {f.name for f in fields(QuickstartConfig)}
-    bad = sorted(set(overrides) - known)
-    if bad:
-        raise ValueError(f"unknown quickstart setting(s) {bad}; known: {sorted(known)}")
-    return QuickstartConfig(**{**BUDGETS[budget], **overrides})
+
+def headline(name: str, res: dict[str, Any]) -> str:
+    """One line summing up a finished stage."""
+    if name == "data":
+        return (
+            ", ".join(f"{k} {v}" for k, v in res["sizes"].items())
+            + f"; noisy demonstrations {res['noisy_share']:.1%}"
+        )
+    if name == "model":
+        return f"{res['parameters']:,} parameters, vocabulary {res['vocab']}"
+    if name == "sft":
+        return f"warm start at step {res['chosen_step']} (validation greedy {res['chosen_val_accuracy']:.1%})"
+    if name.startswith("eval_"):
+        h = res["heldout"]
+        extra = f", pass@{res['pass']['k']} {res['pass']['accuracy']:.1%}" if "pass" in res else ""
+        return (
+            f"held-out greedy {h['accuracy']:.1%} ± {h['se']:.1%}; unseen tools "
+            f"{res['unseen_tools']['accuracy']:.1%}{extra}"
+        )
+    if name == "grpo":
+        return f"{res['steps']} steps, training reward {res['reward_first']:.2f} -> {res['reward_last']:.2f}"
+    if name == "sft_continued":
+        return f"{res['steps']} more SFT steps in {res['train_wall_s']:.0f} s"
+    return ""
 
 
 class Pipeline:
@@ -142,15 +99,15 @@ class Pipeline:
     def __init__(self, out: str | Path, cfg: QuickstartConfig, say: Callable[[str], None] = print):
         self.out, self.cfg, self.say = Path(out), cfg, say
         (self.out / "stages").mkdir(parents=True, exist_ok=True)
-        cfg_file = self.out / "config.json"
+        cfg_file = self.out / "config.yaml"
         if cfg_file.is_file():
-            old = json.loads(cfg_file.read_text())
-            if old != asdict(cfg):
+            old = config_mechanism.read_yaml(cfg_file)
+            if old != _plain(cfg.to_dict()):
                 raise ValueError(
                     f"{self.out} holds a run with other settings ({cfg_file}); use another --out"
                 )
-        cfg_file.write_text(json.dumps(asdict(cfg), indent=2))
-        self._splits: dict[str, Any] | None = None
+        config_mechanism.dump(cfg, cfg_file)
+        self._splits: dict[str, list[Sample]] | None = None
 
     # ------------------------------------------------------------------ bookkeeping
     def stage_file(self, name: str) -> Path:
@@ -169,65 +126,270 @@ class Pipeline:
         return result
 
     def model_dir(self, name: str) -> Path:
-        return self.out / "models" / name
+        """Where a stage's model lives: models/<name>, the GRPO run's final/ for "grpo"."""
+        return self.out / "grpo" / "final" if name == "grpo" else self.out / "models" / name
 
-    def splits(self) -> dict[str, Any]:
+    def splits(self) -> dict[str, list[Sample]]:
         if self._splits is None:
-            from tooltune.schema import read_jsonl
-
-            self._splits = {
-                k: read_jsonl(str(self.out / "data" / f"{k}.jsonl"))
-                for k in ("train", "val", "heldout", "unseen_tools")
-            }
+            self._splits = {k: read_jsonl(str(self.out / "data" / f"{k}.jsonl")) for k in SPLITS}
         return self._splits
+
+    def train_config(self, stage: str) -> TrainConfig:
+        """The `train:` section with the run folder's paths: stage "sft", "grpo" or "reproduce".
+
+        "reproduce" is SFT then GRPO from the base model, SFT stopped at the chosen warm start with
+        the same warm-up steps: what `tooltune train --config DIR/train.yaml` runs."""
+        t = copy.deepcopy(self.cfg.train)
+        t.name = t.name or "quickstart"
+        t.run.seed = self.cfg.seed
+        t.data.train = str(self.out / "data" / "train.jsonl")
+        t.data.val = str(self.out / "data" / "val.jsonl")
+        t.model.name_or_path = str(self.model_dir("base"))
+        t.run.output_dir = str(self.out / "grpo")
+        t.sft.enabled, t.grpo.enabled = stage in ("sft", "reproduce"), stage in ("grpo", "reproduce")
+        if stage == "grpo":
+            t.model.name_or_path = str(self.model_dir("sft"))
+        if stage == "reproduce":
+            chosen = self.result("sft")["chosen_step"]
+            warmup = round(t.sft.max_steps * t.sft.warmup_ratio) if t.sft.max_steps > 0 else 0
+            t.sft.max_steps = chosen
+            t.sft.warmup_ratio = min(warmup, chosen - 1) / chosen if chosen > 1 else 0.0
+            t.run.output_dir = str(self.out / "reproduce")
+        return t
 
     # ------------------------------------------------------------------ run
     def run(self, stop_after: str | None = None) -> dict[str, Any]:
-        import torch
-
-        from tooltune.quickstart import stages
-        from tooltune.quickstart.task import register_template
-
         torch.set_num_threads(self.cfg.threads)
-        register_template()
         t0 = time.perf_counter()
         for i, name in enumerate(STAGES, 1):
             if self.done(name):
                 self.say(f"[{i}/{len(STAGES)}] {name}: already finished, skipping (resume)")
             else:
-                self.say(f"[{i}/{len(STAGES)}] {name}: {stages.DESCRIPTIONS[name]}")
+                self.say(f"[{i}/{len(STAGES)}] {name}: {DESCRIPTIONS[name]}")
                 torch.manual_seed(self.cfg.seed * 1000 + i)
                 w, c = time.perf_counter(), time.process_time()
-                res = getattr(stages, f"stage_{name}")(self)
+                res = STAGE_FUNCTIONS[name](self)
                 res["timing"] = {
                     "wall_s": time.perf_counter() - w,
                     "cpu_s": time.process_time() - c,
                     "loadavg_end": os.getloadavg()[0],
                 }
                 self._finish(name, res)
-                self.say(f"    {stages.headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
+                self.say(f"    {headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
+            if name == "sft":
+                config_mechanism.dump(self.train_config("reproduce"), self.out / "train.yaml")
             if name == stop_after:
                 break
-        from tooltune.quickstart.report import write_report
-
-        report = write_report(self)
+        results = {s: self.result(s) for s in STAGES if self.done(s)}
+        report = write_report(self.out, self.cfg.to_dict(), results)
         report["timings"]["this_invocation_s"] = time.perf_counter() - t0
         return report
 
 
-def environment() -> dict[str, Any]:
-    """Versions and hardware for the report."""
-    import torch
-    import transformers
-    import trl
+def _plain(d: dict[str, Any]) -> dict[str, Any]:
+    """`d` as it reads back from YAML (tuples become lists)."""
+    return json.loads(json.dumps(d))
 
+
+# ---------------------------------------------------------------------------------------- data, model
+def stage_data(p: Pipeline) -> dict[str, Any]:
+    task = copy.deepcopy(p.cfg.task)
+    task.seed = p.cfg.seed
+    splits = build_splits(task)
+    (p.out / "data").mkdir(exist_ok=True)
+    for name, samples in splits.items():
+        write_jsonl(samples, str(p.out / "data" / f"{name}.jsonl"))
+    train_split = splits["train"]
+    noisy = sum(1 for s in train_split if sft_calls(s) != list(s.answer))
+    p._splits = None
     return {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
-        "trl": trl.__version__,
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "processor": platform.processor() or platform.machine(),
+        "sizes": {k: len(v) for k, v in splits.items()},
+        "noisy_share": noisy / len(train_split),
+        "categories": {k: _count(v) for k, v in splits.items()},
     }
+
+
+def _count(samples: Sequence[Sample]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for s in samples:
+        out[s.category] = out.get(s.category, 0) + 1
+    return out
+
+
+def stage_model(p: Pipeline) -> dict[str, Any]:
+    template = p.cfg.train.data.template
+    corpus = []
+    for s in p.splits()["train"]:
+        msgs = render_prompt(s, template)
+        corpus.append(
+            "\n".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>" for m in msgs)
+            + f"\n<|im_start|>assistant\n{render_answer(s.answer, template)}<|im_end|>"
+        )
+    path = build_tiny_model(
+        p.model_dir("base"),
+        size=p.cfg.model_size,
+        seed=p.cfg.seed,
+        corpus=corpus,
+        extra_special_tokens=FORMAT_TOKENS + entity_tokens(),
+    )
+    model, tok = load(path)
+    return {"path": str(path), "parameters": sum(x.numel() for x in model.parameters()), "vocab": len(tok)}
+
+
+def load(path: str | Path) -> tuple[Any, Any]:
+    model, tok = load_model_and_tokenizer(str(path), dtype="float32")
+    tok.padding_side = "left"
+    return model, tok
+
+
+# ---------------------------------------------------------------------------------------- evaluation
+def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:
+    return HFBackend(
+        model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size, name="quickstart"
+    )
+
+
+def _score(
+    p: Pipeline, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
+    seed: int | None = None,
+) -> list[list[float]]:
+    """Binary reward (exact match, format required) of `n` completions per sample."""
+    t = p.cfg.train
+    sampling = Sampling(
+        temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
+    )
+    return score_samples(
+        be, samples, t.data.template, n, sampling, history=t.data.history,
+        keep_reasoning=t.data.keep_reasoning, system_prompt=t.data.system_prompt or None, seeds=seed,
+    )
+
+
+def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+    """Greedy exact match on `samples`: summary plus the per-example hits (kept for paired tests)."""
+    hits = [r[0] for r in _score(p, be, samples)]
+    return {**summarize(hits, samples), "hits": hits}
+
+
+def pass_at_k(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+    """pass@k: share of samples where at least one of k sampled completions is exactly right."""
+    e = p.cfg.evaluation
+    rewards = _score(p, be, samples, e.pass_k, e.pass_temperature, seed=p.cfg.seed)
+    hits = [1.0 if max(r) > 0 else 0.0 for r in rewards]
+    return {
+        **summarize(hits, samples),
+        "k": e.pass_k,
+        "temperature": e.pass_temperature,
+        "mixed_groups": sum(1 for r in rewards if 0 < sum(r) < len(r)) / len(rewards),
+        "mean_reward": sum(sum(r) / len(r) for r in rewards) / len(rewards),
+    }
+
+
+def _evaluate(p: Pipeline, model_name: str, with_pass: bool = False) -> dict[str, Any]:
+    model, tok = load(p.model_dir(model_name))
+    model.eval()
+    be = backend(p, model, tok)
+    sp = p.splits()
+    res = {"heldout": greedy(p, be, sp["heldout"]), "unseen_tools": greedy(p, be, sp["unseen_tools"])}
+    if with_pass:
+        n = p.cfg.evaluation.pass_samples
+        res["pass"] = pass_at_k(p, be, sp["heldout"][:n])
+        same = res["heldout"]["hits"][:n]
+        res["pass"]["greedy_same_samples"] = sum(same) / len(same)
+    return res
+
+
+def stage_eval_sft(p: Pipeline) -> dict[str, Any]:
+    return _evaluate(p, "sft", with_pass=True)
+
+
+def stage_eval_grpo(p: Pipeline) -> dict[str, Any]:
+    return _evaluate(p, "grpo")
+
+
+def stage_eval_sft_continued(p: Pipeline) -> dict[str, Any]:
+    return _evaluate(p, "sft_continued")
+
+
+# ---------------------------------------------------------------------------------------- SFT
+def stage_sft(p: Pipeline) -> dict[str, Any]:
+    """The warm start: SFT checked every `eval_every` steps from `min_steps` on; the first check at or
+    above the threshold stops it, the best check so far is kept in models/sft (loop state included,
+    for the continued-SFT baseline). models/sft_progress holds the state to resume from."""
+    w = p.cfg.warm_start
+    tcfg = p.train_config("sft")
+    progress = p.model_dir("sft_progress")
+    resuming = is_complete(progress)
+    model, tok = load(progress if resuming else p.model_dir("base"))
+    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]))
+    state: dict[str, Any] = {"curve": [], "best_step": None, "best_accuracy": -1.0, "reached": False}
+    if resuming:
+        state = loop.restore(progress)
+        p.say(f"    resuming SFT at step {loop.step} from {progress}")
+    val = p.splits()["val"][: w.eval_samples]
+    be = backend(p, model, tok)
+
+    def check(lp: SFTLoop) -> bool:
+        if lp.step >= w.min_steps or lp.step >= lp.total_steps:
+            model.eval()
+            acc = greedy(p, be, val)["accuracy"]
+            state["curve"].append(
+                {"step": lp.step, "loss": lp.loss, "val_accuracy": acc, "train_s": lp.train_seconds}
+            )
+            lp.postfix["val"] = f"{acc:.2f}"
+            if acc > state["best_accuracy"]:
+                lp.save(p.model_dir("sft"))
+                state.update(best_step=lp.step, best_accuracy=acc)
+            state["reached"] = acc >= w.threshold
+        lp.save(progress, meta=state)
+        return state["reached"]
+
+    if not state["reached"]:
+        loop.train(steps=loop.total_steps - loop.step, every=w.eval_every, callback=check, progress="SFT")
+    shutil.rmtree(progress, ignore_errors=True)
+    return {
+        "chosen_step": state["best_step"],
+        "chosen_val_accuracy": state["best_accuracy"],
+        "curve": state["curve"],
+        "train_s": loop.train_seconds,
+        "reached_threshold": state["reached"],
+        "rule": f"first val accuracy >= {w.threshold}",
+    }
+
+
+def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
+    budget = p.result("grpo")["train_wall_s"]
+    tcfg = p.train_config("sft")
+    model, tok = load(p.model_dir("sft"))
+    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]))
+    loop.restore(p.model_dir("sft"))
+    start, trained, cpu = loop.step, loop.train_seconds, time.process_time()
+    loop.train(seconds=budget, progress="continued SFT")
+    loop.save(p.model_dir("sft_continued"))
+    return {
+        "steps": loop.step - start,
+        "train_wall_s": loop.train_seconds - trained,
+        "train_cpu_s": time.process_time() - cpu,
+        "budget_s": budget,
+        "loss": loop.loss,
+    }
+
+
+# ---------------------------------------------------------------------------------------- GRPO
+def stage_grpo(p: Pipeline) -> dict[str, Any]:
+    """GRPO through `tooltune.training.runner.train`, resumed from its last checkpoint if one exists."""
+    t = time.perf_counter()
+    run_dir = train(p.train_config("grpo"), resume=True)
+    return {**grpo_summary(run_dir / "metrics.jsonl"), "stage_wall_s": time.perf_counter() - t}
+
+
+STAGE_FUNCTIONS: dict[str, Callable[[Pipeline], dict[str, Any]]] = {
+    "data": stage_data,
+    "model": stage_model,
+    "sft": stage_sft,
+    "eval_sft": stage_eval_sft,
+    "grpo": stage_grpo,
+    "eval_grpo": stage_eval_grpo,
+    "sft_continued": stage_sft_continued,
+    "eval_sft_continued": stage_eval_sft_continued,
+}
+

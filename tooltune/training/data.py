@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from tooltune.data.export import to_trl_rows
+from tooltune.prompts import render_answer, render_prompt
 from tooltune.schema import Sample, SchemaError, calls_from_any, read_jsonl
 
 logger = logging.getLogger(__name__)
@@ -18,8 +21,6 @@ logger = logging.getLogger(__name__)
 
 def load_samples(path: str, limit: int = 0, key: str = "data.train") -> list[Sample]:
     """Read canonical JSONL; a record without ground truth raises SchemaError naming file:line."""
-    from pathlib import Path
-
     if not path:
         raise SchemaError(f"{key}: no file given")
     if not Path(path).is_file():
@@ -38,8 +39,6 @@ def grpo_rows(
     system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
     """TRL rows (data engineer's `to_trl_rows` columns) plus the `prompt_index` the filter keys on."""
-    from tooltune.data.export import to_trl_rows
-
     kwargs = {"system_prompt": system_prompt} if system_prompt else {}
     rows = [
         dict(r)
@@ -86,8 +85,6 @@ def sft_rows(
     target: "answer" (ground truth) or "meta.<key>" (calls stored in the sample's meta, e.g. the
     quickstart's imperfect demonstrations); samples without that key use their answer.
     """
-    from tooltune.prompts import render_answer, render_prompt
-
     key = target.split(".", 1)[1] if target.startswith("meta.") else None
     rows, fallback = [], 0
     for s in samples:
@@ -121,6 +118,20 @@ def sft_rows(
             key,
         )
     return rows
+
+
+def config_grpo_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+    """`grpo_rows` rendered as a training config's `data` section says."""
+    d = cfg.data
+    return grpo_rows(samples, d.template, d.history, d.keep_reasoning, d.system_prompt or None)
+
+
+def config_sft_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+    """`sft_rows` rendered as a training config's `data` and `sft` sections say."""
+    d, s = cfg.data, cfg.sft
+    return sft_rows(
+        samples, d.template, d.history, d.keep_reasoning, d.system_prompt or None, s.with_reasoning, s.target
+    )
 
 
 def drop_long_prompts(rows: list[dict[str, Any]], tokenizer: Any, max_tokens: int) -> tuple[list[dict], int]:

@@ -1,4 +1,8 @@
-"""Per-step diagnostics: metrics JSONL, held-out exact match, reasoning vs tool-call token regions.
+"""Per-step diagnostics: training clock, metrics JSONL, held-out exact match, token regions.
+
+`TrainingClock` measures training time with held-out evaluations left out; `MetricsLogger` writes
+every Trainer log record with it (and enforces a training-time budget); `HeldOutEval` adds the
+held-out accuracy curve; `grpo_summary` reads back what a GRPO run measured.
 
 The efficiency paper (arXiv 2606.00135, Fig. 8) tracks token entropy separately for reasoning tokens
 and tool-call tokens; `RegionTagger` labels each completion token 1 (inside the reasoning block),
@@ -12,15 +16,21 @@ import logging
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import grammar_for
 
 logger = logging.getLogger(__name__)
+
+HELDOUT_KEY = "tooltune/heldout_exact_match"
+"""Metrics key of the greedy held-out exact match (`HeldOutEval`)."""
 
 
 class RegionTagger:
@@ -66,24 +76,64 @@ class RegionTagger:
         return torch.tensor(rows, dtype=torch.int8, device=completion_ids.device)
 
 
-class MetricsLogger(TrainerCallback):
-    """Appends every Trainer log record as one JSON line {"stage", "step", "time", ...} to the metrics file.
+class TrainingClock:
+    """Training time: wall (and CPU) time since `start`, minus the spans run under `excluded()`.
 
-    "time" is the stage's wall time in seconds since this process started training (it restarts at 0
-    after a resume); `max_seconds` > 0 stops training once that much time has passed.
+    Held-out evaluations run under `excluded()`, so the time a budget counts and a curve's x-axis are
+    the time spent training (rollouts, updates, logging, checkpoints), whatever the evaluation costs.
+    `offset` carries the training time of an earlier run that this one resumes.
     """
 
-    def __init__(self, path: str | Path, stage: str, max_seconds: float = 0.0) -> None:
+    def __init__(self, offset: float = 0.0, cpu_offset: float = 0.0) -> None:
+        self.offset, self.cpu_offset = offset, cpu_offset
+        self.start()
+
+    def start(self) -> None:
+        self.t0, self.c0 = time.perf_counter(), time.process_time()
+        self.skipped = self.cpu_skipped = 0.0
+
+    @contextmanager
+    def excluded(self) -> Iterator[None]:
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            yield
+        finally:
+            self.skipped += time.perf_counter() - t
+            self.cpu_skipped += time.process_time() - c
+
+    @property
+    def seconds(self) -> float:
+        return self.offset + time.perf_counter() - self.t0 - self.skipped
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.cpu_offset + time.process_time() - self.c0 - self.cpu_skipped
+
+
+class MetricsLogger(TrainerCallback):
+    """Appends every Trainer log record as one JSON line to the metrics file.
+
+    A record is {"stage", "step", "epoch", "time", "train_s", "train_cpu_s", <numeric log values>}:
+    "time" is the wall time since this process started training, "train_s" / "train_cpu_s" the
+    training time of `clock` (held-out evaluations excluded; continued across a resume when the clock
+    is given the earlier run's time). `max_seconds` > 0 stops training once `clock.seconds` reaches it.
+    """
+
+    def __init__(
+        self, path: str | Path, stage: str, max_seconds: float = 0.0, clock: TrainingClock | None = None
+    ) -> None:
         self.path = Path(path)
         self.stage = stage
         self.max_seconds = max_seconds
+        self.clock = clock or TrainingClock()
         self.t0 = time.perf_counter()
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         self.t0 = time.perf_counter()
+        self.clock.start()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if self.max_seconds and time.perf_counter() - self.t0 >= self.max_seconds:
+        if self.max_seconds and self.clock.seconds >= self.max_seconds:
             control.should_training_stop = True
 
     def on_log(
@@ -96,12 +146,49 @@ class MetricsLogger(TrainerCallback):
             "step": state.global_step,
             "epoch": state.epoch,
             "time": round(time.perf_counter() - self.t0, 3),
+            "train_s": round(self.clock.seconds, 3),
+            "train_cpu_s": round(self.clock.cpu_seconds, 3),
         }
         for k, v in logs.items():
             if isinstance(v, (int, float)) and not (isinstance(v, float) and not math.isfinite(v)):
                 record[k] = v
         with open(self.path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+
+
+class StepProgress(TrainerCallback):
+    """One progress bar per training run, the last reward and held-out accuracy beside it.
+
+    Replaces the Trainer's own bar, which prints every log record (every step at logging_steps 1);
+    the records themselves are in the metrics file."""
+
+    def __init__(self, desc: str = "train", budget_s: float = 0.0) -> None:
+        self.desc, self.budget_s, self.bar, self.postfix = desc, budget_s, None, {}
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if state.is_world_process_zero:
+            desc = f"{self.desc} ({self.budget_s:.0f} s budget)" if self.budget_s else self.desc
+            total = None if self.budget_s else state.max_steps or None
+            self.bar = tqdm(total=total, initial=state.global_step, desc=desc, unit="step")
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.bar is not None:
+            self.bar.update(state.global_step - self.bar.n)
+
+    def on_log(
+        self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any
+    ) -> None:
+        if self.bar is None or not logs:
+            return
+        for key, name in (("reward", "reward"), ("loss", "loss"), (HELDOUT_KEY, "held-out")):
+            if isinstance(logs.get(key), (int, float)):
+                self.postfix[name] = f"{logs[key]:.3f}"
+        self.bar.set_postfix(self.postfix, refresh=False)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def truncate_metrics(path: str | Path, stage: str, last_step: int) -> int:
@@ -148,7 +235,13 @@ def greedy_exact_match(
 
 
 class HeldOutEval(TrainerCallback):
-    """Greedy exact match on validation rows every `every` optimizer steps and at the end of training."""
+    """Greedy exact match on validation rows at step 0 (with `every`), every `every` optimizer steps
+    and at the end of training.
+
+    The evaluation runs under `clock.excluded()` (it is not training time). Each point goes to the
+    trainer's log as `HELDOUT_KEY`, so the metrics file holds the curve (`heldout_curve`); `history`
+    keeps this process's points as {"step", "train_s", "accuracy"}.
+    """
 
     def __init__(
         self,
@@ -158,28 +251,31 @@ class HeldOutEval(TrainerCallback):
         every: int = 0,
         max_new_tokens: int = 256,
         batch_size: int = 16,
+        clock: TrainingClock | None = None,
     ) -> None:
         self.trainer, self.rows, self.template = trainer, rows, template
         self.every, self.max_new_tokens, self.batch_size = every, max_new_tokens, batch_size
-        self.history: list[tuple[int, float]] = []
+        self.clock = clock or TrainingClock()
+        self.history: list[dict[str, Any]] = []
 
     def _run(self, state: Any, at_end: bool = False) -> None:
         if not self.rows or not state.is_world_process_zero:
             return
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
-        acc = greedy_exact_match(
-            model,
-            self.trainer.processing_class,
-            self.rows,
-            self.template,
-            self.max_new_tokens,
-            self.batch_size,
-        )
-        self.history.append((state.global_step, acc))
+        with self.clock.excluded():
+            acc = greedy_exact_match(
+                model,
+                self.trainer.processing_class,
+                self.rows,
+                self.template,
+                self.max_new_tokens,
+                self.batch_size,
+            )
+        self.history.append({"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc})
         if at_end:  # outside a logging step (start or end of training): write a record of its own
-            self.trainer.log({"tooltune/heldout_exact_match": acc})
-        else:
-            self.trainer._metrics["train"]["tooltune/heldout_exact_match"].append(acc)
+            self.trainer.log({HELDOUT_KEY: acc})
+        else:  # joins the record the trainer logs for this step
+            self.trainer._metrics["train"][HELDOUT_KEY].append(acc)
         logger.info(
             "step %d: held-out exact match %.4f on %d samples", state.global_step, acc, len(self.rows)
         )
@@ -193,5 +289,72 @@ class HeldOutEval(TrainerCallback):
             self._run(state)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if not self.history or self.history[-1][0] != state.global_step:
+        if not self.history or self.history[-1]["step"] != state.global_step:
             self._run(state, at_end=True)
+
+
+# ------------------------------------------------------------------------------------ reading the file
+
+
+def read_metrics(path: str | Path, stage: str | None = None) -> list[dict[str, Any]]:
+    """The records of the metrics file (of one `stage` when given); torn lines are skipped."""
+    p = Path(path)
+    if not p.is_file():
+        return []
+    out = []
+    for line in p.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if stage is None or rec.get("stage") == stage:
+            out.append(rec)
+    return out
+
+
+def heldout_curve(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Held-out accuracy against training time: [{"step", "train_s", "accuracy"}] from log records.
+
+    With `run.logging_steps` 1 every point carries its own step; with more, a point made between two
+    logging steps is reported at the next one. A step evaluated twice (a run resumed at its last
+    step evaluates it again) keeps its last point."""
+    points = {
+        r["step"]: {"step": r["step"], "train_s": r.get("train_s", 0.0), "accuracy": r[HELDOUT_KEY]}
+        for r in records
+        if HELDOUT_KEY in r
+    }
+    return sorted(points.values(), key=lambda p: p["step"])
+
+
+STEP_TOTALS = {
+    "rollout_s": "tooltune/rollout_time",
+    "update_s": "tooltune/update_time",
+    "rollouts_generated": "tooltune/rollouts_generated",
+    "tokens_trained": "tooltune/tokens_trained",
+    "rollouts_dropped": "tooltune/rollouts_dropped",
+}
+"""Summary key -> per-step log key summed over the steps by `grpo_summary`."""
+
+
+def grpo_summary(path: str | Path, stage: str = "grpo") -> dict[str, Any]:
+    """What a GRPO run measured, from its metrics file.
+
+    steps; train_wall_s / train_cpu_s (training time, held-out evaluations excluded); the sums of
+    `STEP_TOTALS`; reward_first / reward_last (mean training reward over the first and last tenth of
+    the steps); log (the per-step records); curve (`heldout_curve`)."""
+    records = read_metrics(path, stage)
+    steps = [r for r in records if "reward" in r]
+    rewards = [r["reward"] for r in steps]
+    k = max(1, len(rewards) // 10)
+    out: dict[str, Any] = {
+        "steps": max((r["step"] for r in records), default=0),
+        "train_wall_s": max((r.get("train_s", 0.0) for r in records), default=0.0),
+        "train_cpu_s": max((r.get("train_cpu_s", 0.0) for r in records), default=0.0),
+    }
+    for name, key in STEP_TOTALS.items():
+        out[name] = sum(r.get(key, 0.0) for r in steps)
+    out["reward_first"] = sum(rewards[:k]) / k if rewards else float("nan")
+    out["reward_last"] = sum(rewards[-k:]) / k if rewards else float("nan")
+    out["log"] = steps
+    out["curve"] = heldout_curve(records)
+    return out

@@ -2,11 +2,16 @@
 
 Run directory layout (`run.output_dir`):
     config.yaml          the resolved config
-    metrics.jsonl        one record per logged step: {"stage": "sft"|"grpo", "step", ...}
-    sft/checkpoint-N/    SFT checkpoints; sft/final/ the warm-start model
+    metrics.jsonl        one record per logged step: {"stage": "sft"|"grpo", "step", "train_s", ...}
+    sft/checkpoint-N/    SFT checkpoints (engine torch: sft_state.pt written last; trl: tooltune_state.json)
+    sft/final/           the warm-start model
     grpo/checkpoint-N/   GRPO checkpoints (tooltune_state.json holds filter state; written last)
     final/               the trained model + tokenizer
     summary.json         steps, held-out accuracy history, wall time
+
+GRPO's training clock (`diagnostics.TrainingClock`) leaves held-out evaluations out: `grpo.max_seconds`
+budgets, and `train_s` in the metrics measures, the time spent on rollouts, updates, logging and
+checkpoints. `diagnostics.grpo_summary(run_dir / "metrics.jsonl")` reads back what a run measured.
 """
 
 from __future__ import annotations
@@ -20,23 +25,50 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+import torch.distributed as dist
 from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from trl import GRPOConfig
 
+from tooltune.models import load_model_and_tokenizer
+from tooltune.rewards import CompositeReward, TRLRewardFunction
 from tooltune.training.config import ConfigError, TrainConfig, dump_config, resolve_template
-from tooltune.training.grpo import STATE_FILE
+from tooltune.training.data import (
+    check_rows,
+    config_grpo_rows,
+    config_sft_rows,
+    drop_long_prompts,
+    load_samples,
+)
+from tooltune.training.diagnostics import (
+    HeldOutEval,
+    MetricsLogger,
+    RegionTagger,
+    StepProgress,
+    TrainingClock,
+    read_metrics,
+    truncate_metrics,
+)
+from tooltune.training.grpo import STATE_FILE, ToolTuneGRPOTrainer
+from tooltune.training.selection import PromptFilter
+from tooltune.training.sft import SFT_STATE, SFTLoop, run_sft_torch, run_sft_trl
 
 logger = logging.getLogger(__name__)
 
 
-def last_complete_checkpoint(folder: str | Path) -> str | None:
-    """Newest checkpoint-N holding our state file (written last, so a kill mid-save is never picked)."""
+def last_complete_checkpoint(
+    folder: str | Path, markers: tuple[str, ...] = (STATE_FILE, "trainer_state.json")
+) -> str | None:
+    """Newest checkpoint-N holding every marker file (our state file is written last, so a kill
+    mid-save is never picked); `markers=(SFT_STATE,)` for the torch SFT loop's checkpoints."""
     best, best_step = None, -1
     p = Path(folder)
     if not p.is_dir():
         return None
     for child in p.iterdir():
         m = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        complete = m and (child / STATE_FILE).is_file() and (child / "trainer_state.json").is_file()
+        complete = m and all((child / name).is_file() for name in markers)
         if complete and int(m.group(1)) > best_step:
             best, best_step = str(child), int(m.group(1))
     return best
@@ -55,8 +87,6 @@ class _CheckpointMarker(TrainerCallback):
 
 
 def on_cpu(cfg: TrainConfig) -> bool:
-    import torch
-
     return cfg.run.device == "cpu" or (cfg.run.device == "auto" and not torch.cuda.is_available())
 
 
@@ -67,8 +97,6 @@ def world_size() -> int:
 
 def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) -> Any:
     """Translate the `grpo` and `run` sections to TRL's GRPOConfig (papers' batch = prompts per step)."""
-    from trl import GRPOConfig
-
     g, r = cfg.grpo, cfg.run
     n, per_dev = g.num_generations, g.per_device_batch_size
     ppu = g.prompts_per_update or g.prompts_per_step
@@ -122,9 +150,6 @@ def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) 
 
 def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
     """The rewards engineer's CompositeReward behind its TRL adapter (logs every component)."""
-    from tooltune.rewards import CompositeReward
-    from tooltune.rewards.adapters import TRLRewardFunction
-
     rc = cfg.reward
     template = resolve_template(rc.template or cfg.data.template, "reward.template")
     params = dict(rc.params)
@@ -143,19 +168,12 @@ def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
 
 
 def _load(cfg: TrainConfig, path: str, cpu: bool) -> tuple[Any, Any]:
-    from tooltune.models import load_model_and_tokenizer
-
     dtype = "float32" if cpu else cfg.model.dtype
     return load_model_and_tokenizer(path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code)
 
 
 def _rows(cfg: TrainConfig, path: str, limit: int, key: str = "data.train") -> list[dict[str, Any]]:
-    from tooltune.training.data import grpo_rows, load_samples
-
-    d = cfg.data
-    return grpo_rows(
-        load_samples(path, limit, key), d.template, d.history, d.keep_reasoning, d.system_prompt or None
-    )
+    return config_grpo_rows(cfg, load_samples(path, limit, key))
 
 
 def train(
@@ -173,8 +191,6 @@ def train(
     run_dir = Path(cfg.run.output_dir)
     # Data errors (missing ground truth, bad records) stop the run here, before any model is loaded.
     rows = train_rows if train_rows is not None else _rows(cfg, cfg.data.train, cfg.data.max_train_samples)
-    from tooltune.training.data import check_rows
-
     check_rows(rows)
     if not rows:
         raise ConfigError("data.train: no training rows")
@@ -211,8 +227,6 @@ def resolved(cfg: TrainConfig) -> TrainConfig:
 
 def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
     """ToolTuneGRPOTrainer's filtering and down-sampling arguments from `cfg.filter` and `cfg.downsample`."""
-    from tooltune.training.selection import PromptFilter
-
     f, ds = cfg.filter, cfg.downsample
     return {
         "prompt_filter": PromptFilter(k=f.k, max_reward=f.max_reward, reset_after_skip=f.reset_after_skip)
@@ -231,34 +245,27 @@ def _is_main() -> bool:
 def _sft_stage(
     cfg: TrainConfig, rows: list[dict], run_dir: Path, metrics: Path, cpu: bool, resume: bool, summary: dict
 ) -> str:
-    from tooltune.training.data import load_samples, sft_rows
-    from tooltune.training.diagnostics import MetricsLogger, truncate_metrics
-    from tooltune.training.sft import run_sft_torch, run_sft_trl
-
     final = run_dir / "sft" / "final"
     if resume and (final / "config.json").is_file():
         logger.info("SFT already finished in %s; skipping", final)
         return str(final)
     d = cfg.data
-    samples = load_samples(d.train, d.max_train_samples)
-    srows = sft_rows(
-        samples,
-        d.template,
-        d.history,
-        d.keep_reasoning,
-        d.system_prompt or None,
-        cfg.sft.with_reasoning,
-        cfg.sft.target,
-    )
-    model, tok = _load(cfg, cfg.model.name_or_path, cpu)
+    srows = config_sft_rows(cfg, load_samples(d.train, d.max_train_samples))
     if cfg.sft.engine == "torch":
         if world_size() > 1:
             raise ConfigError(
                 "sft.engine: 'torch' is a single-process loop; use 'trl' with several processes"
             )
-        truncate_metrics(metrics, "sft", 0)
-        summary["sft"] = run_sft_torch(cfg, model, tok, srows, metrics, "cpu" if cpu else "cuda")
+        ckpt = last_complete_checkpoint(run_dir / "sft", (SFT_STATE,)) if resume else None
+        model, tok = _load(cfg, ckpt or cfg.model.name_or_path, cpu)
+        loop = SFTLoop.from_config(cfg, model, tok, srows, "cpu" if cpu else "cuda")
+        if ckpt:
+            loop.restore(ckpt)
+            logger.info("SFT resumes at step %d from %s", loop.step, ckpt)
+        truncate_metrics(metrics, "sft", loop.step)
+        summary["sft"] = run_sft_torch(cfg, loop, run_dir / "sft", metrics)
     else:
+        model, tok = _load(cfg, cfg.model.name_or_path, cpu)
         ckpt = last_complete_checkpoint(run_dir / "sft") if resume else None
         truncate_metrics(metrics, "sft", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
         trainer = run_sft_trl(
@@ -281,8 +288,6 @@ def _sft_stage(
 
 
 def _barrier() -> None:
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
 
@@ -293,8 +298,6 @@ def shutdown_processes() -> None:
     Call once, after the last `train`: without it gloo's threads occasionally abort a rank at
     interpreter exit ("terminate called without an active exception") after all work is done.
     """
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
@@ -312,11 +315,7 @@ def _grpo_stage(
     reward_funcs: list[Any],
     summary: dict,
 ) -> None:
-    from datasets import Dataset
-
-    from tooltune.training.data import drop_long_prompts
-    from tooltune.training.diagnostics import HeldOutEval, MetricsLogger, RegionTagger, truncate_metrics
-    from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from datasets import Dataset  # deferred: heavy
 
     model, tok = _load(cfg, model_path, cpu)
     rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
@@ -326,6 +325,11 @@ def _grpo_stage(
     if resume and ckpt is None:
         logger.info("no complete GRPO checkpoint in %s; starting GRPO from the beginning", out_dir)
     truncate_metrics(metrics, "grpo", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
+    earlier = read_metrics(metrics, "grpo")  # a resumed run's clock continues from its checkpoint
+    clock = TrainingClock(
+        max((r.get("train_s", 0.0) for r in earlier), default=0.0),
+        max((r.get("train_cpu_s", 0.0) for r in earlier), default=0.0),
+    )
     template = cfg.reward.template or cfg.data.template
     trainer = ToolTuneGRPOTrainer(
         model=model,
@@ -336,12 +340,15 @@ def _grpo_stage(
         **selection_kwargs(cfg),
         region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split else None,
     )
-    trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds))
+    trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds, clock))
     dg = cfg.diagnostics
     heldout = HeldOutEval(
-        trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size
+        trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size, clock
     )
     trainer.add_callback(heldout)
+    trainer.remove_callback(PrinterCallback)  # these print every log record; the file holds them
+    trainer.remove_callback(ProgressCallback)
+    trainer.add_callback(StepProgress("grpo", cfg.grpo.max_seconds))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     trainer.train(resume_from_checkpoint=ckpt)
     if trainer.accelerator.is_main_process:

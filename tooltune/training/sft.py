@@ -1,28 +1,39 @@
-"""SFT warm start on the rendered ground-truth answers (R2IF: SFT before RL).
+"""SFT warm start on the rendered target answers (R2IF: SFT before RL), with two engines.
 
-Rows are conversational prompt/completion pairs (`tooltune.training.data.sft_rows`), so TRL's
-SFTTrainer computes the loss on the completion (the rendered answer) only. `engine: torch` is a bare
-training loop with the same loss for tiny CPU models, where the trainer's per-step overhead doubles
-the step time (quickstart feasibility notes); TRL stays the default because it scales (DDP, FSDP,
-DeepSpeed, LoRA) and real models dominate its overhead.
+Rows are conversational prompt/completion pairs (`tooltune.training.data.sft_rows`); the loss covers
+the completion (the rendered answer) only.
+
+- `engine: trl`: TRL's SFTTrainer (`run_sft_trl`); the default because it scales (DDP, FSDP,
+  DeepSpeed, LoRA) and on real models the model dominates its per-step overhead.
+- `engine: torch`: `SFTLoop`, a bare loop for tiny CPU models, where the trainer's overhead doubled the
+  step time. The quickstart drives the same loop directly: it stops at a measured warm start (a
+  callback every N steps), continues later for a wall-time budget from the saved optimizer state, and
+  resumes a killed run from its last checkpoint.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import math
+import os
+import random
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from tqdm.auto import tqdm
+
+SFT_STATE = "sft_state.pt"
+"""Optimizer, step and RNG state of an `SFTLoop` checkpoint; written last, so it marks the folder complete."""
+
+SCHEDULES = ("constant", "constant_with_warmup", "linear", "cosine")
 
 
 def sft_args(cfg: Any, output_dir: str, on_cpu: bool) -> Any:
     """TRL SFTConfig from the `sft` and `run` sections."""
-    from trl import SFTConfig
+    from trl import SFTConfig  # deferred: heavy
 
     s, r = cfg.sft, cfg.run
     return SFTConfig(
@@ -60,8 +71,8 @@ def run_sft_trl(
     resume: str | None = None,
 ) -> Any:
     """Train with TRL's SFTTrainer; returns the trainer (model trained in place)."""
-    from datasets import Dataset
-    from trl import SFTTrainer
+    from datasets import Dataset  # deferred: heavy
+    from trl import SFTTrainer  # deferred: heavy
 
     dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
     trainer = SFTTrainer(
@@ -75,23 +86,24 @@ def run_sft_trl(
     return trainer
 
 
-def _encode(tokenizer: Any, row: dict, max_length: int) -> tuple[list[int], list[int]]:
+def encode(tokenizer: Any, row: dict, max_length: int = 0) -> tuple[list[int], list[int]]:
+    """(input ids, labels) of one prompt/completion row; labels are -100 on the prompt.
+
+    The prompt is the chat template with the generation prompt; the completion is the assistant text
+    followed by the end-of-sequence token, tokenized on its own (what generation stops on). Both are
+    cut to `max_length` tokens together (0 = no limit).
+    """
     prompt = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
-    full = tokenizer.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
-    if not full.startswith(prompt):
-        raise ValueError(
-            f"sample {row.get('sample_id')!r}: chat template does not extend the prompt; use sft.engine=trl"
-        )
+    answer = "".join(m.get("content") or "" for m in row["completion"]) + tokenizer.eos_token
     p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-    c_ids = tokenizer(full[len(prompt) :], add_special_tokens=False)["input_ids"]
-    ids = (p_ids + c_ids)[:max_length]
-    labels = ([-100] * len(p_ids) + c_ids)[:max_length]
-    return ids, labels
+    a_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
+    ids, labels = p_ids + a_ids, [-100] * len(p_ids) + a_ids
+    return (ids[:max_length], labels[:max_length]) if max_length > 0 else (ids, labels)
 
 
 def pad_batch(batch: Sequence[tuple[list[int], list[int]]], pad_id: int, device: str = "cpu") -> tuple:
     """Right-pad (input ids, labels) pairs: (input_ids, attention_mask, labels), labels -100 on pads."""
-    import torch
+    import torch  # deferred: heavy
 
     width = max(len(ids) for ids, _ in batch)
     ids = torch.tensor([x + [pad_id] * (width - len(x)) for x, _ in batch], device=device)
@@ -100,57 +112,256 @@ def pad_batch(batch: Sequence[tuple[list[int], list[int]]], pad_id: int, device:
     return ids, attn, labels
 
 
-def run_sft_torch(
-    cfg: Any, model: Any, tokenizer: Any, rows: list[dict], metrics_path: str | Path, device: str = "cpu"
-) -> dict[str, float]:
-    """Bare AdamW loop with completion-only loss (fast path for tiny models); returns final stats."""
-    import torch
-    from tqdm.auto import trange
+def lr_factor(step: int, schedule: str, warmup_steps: int, total_steps: int) -> float:
+    """Multiplier of the peak learning rate at optimizer step `step` (0-based).
 
+    Linear warm-up over `warmup_steps` ((step + 1) / warmup_steps), then constant, or a linear or cosine
+    decay to 0 at `total_steps`."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"lr schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
+    if warmup_steps and step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule in ("constant", "constant_with_warmup"):
+        return 1.0
+    q = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+    return max(0.0, 1.0 - q) if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * q))
+
+
+Callback = Callable[["SFTLoop"], Any]
+"""Called by `SFTLoop.train` with the loop; a true return value stops training."""
+
+
+class SFTLoop:
+    """Bare AdamW loop with completion-only loss, for tiny models.
+
+    Each optimizer step draws `batch_size` rows (x `accumulation` micro-batches) uniformly with
+    replacement from a `random.Random(seed)`, runs the causal-LM loss on the completion tokens, clips
+    the gradient norm to `max_grad_norm` and sets the learning rate from `lr_factor`. `save` and
+    `restore` carry the optimizer, step, row-drawing RNG and training time, so a restored loop
+    continues exactly as an uninterrupted one would.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        rows: Sequence[dict],
+        *,
+        batch_size: int,
+        learning_rate: float,
+        seed: int = 0,
+        schedule: str = "constant_with_warmup",
+        warmup_steps: int = 0,
+        total_steps: int = 0,
+        accumulation: int = 1,
+        max_length: int = 0,
+        max_grad_norm: float = 1.0,
+        device: str = "cpu",
+    ) -> None:
+        import torch  # deferred: heavy
+
+        if not rows:
+            raise ValueError("SFTLoop: no training rows")
+        lr_factor(0, schedule, warmup_steps, total_steps)  # reject an unknown schedule now
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size, self.learning_rate, self.accumulation = batch_size, learning_rate, accumulation
+        self.schedule, self.warmup_steps, self.total_steps = schedule, warmup_steps, total_steps
+        self.max_grad_norm, self.device = max_grad_norm, device
+        self.encoded = [encode(tokenizer, r, max_length) for r in rows]
+        self.rng = random.Random(seed)
+        self.model.to(device)
+        self.opt = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+        self.step = 0
+        self.loss = float("nan")
+        self.train_seconds = 0.0  # training time so far (callbacks excluded), carried by save/restore
+        self.postfix: dict[str, str] = {}  # shown on the progress bar; callbacks may add entries
+
+    @classmethod
+    def from_config(
+        cls, cfg: Any, model: Any, tokenizer: Any, rows: Sequence[dict], device: str = "cpu"
+    ) -> SFTLoop:
+        """The loop of a training config's `sft` section (steps from max_steps, else epochs)."""
+        s = cfg.sft
+        loop = cls(
+            model,
+            tokenizer,
+            rows,
+            batch_size=s.batch_size,
+            learning_rate=s.learning_rate,
+            seed=cfg.run.seed,
+            schedule=s.lr_scheduler,
+            accumulation=s.gradient_accumulation_steps,
+            max_length=s.max_length,
+            device=device,
+        )
+        loop.total_steps = planned_steps(cfg, len(rows))
+        loop.warmup_steps = round(loop.total_steps * s.warmup_ratio)
+        return loop
+
+    def lr(self) -> float:
+        """Learning rate of the next optimizer step."""
+        return self.learning_rate * lr_factor(self.step, self.schedule, self.warmup_steps, self.total_steps)
+
+    def train_step(self) -> float:
+        """One optimizer step; returns its loss (mean over the micro-batches)."""
+        import torch  # deferred: heavy
+
+        self.model.train()
+        for g in self.opt.param_groups:
+            g["lr"] = self.lr()
+        total = 0.0
+        for _ in range(self.accumulation):
+            rows = [self.encoded[self.rng.randrange(len(self.encoded))] for _ in range(self.batch_size)]
+            ids, attn, labels = pad_batch(rows, self.tokenizer.pad_token_id, self.device)
+            loss = self.model(input_ids=ids, attention_mask=attn, labels=labels).loss / self.accumulation
+            loss.backward()
+            total += loss.item()
+        if self.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.step += 1
+        self.loss = total
+        return total
+
+    def train(
+        self,
+        steps: int | None = None,
+        seconds: float | None = None,
+        every: int = 0,
+        callback: Callback | None = None,
+        progress: str | None = None,
+    ) -> int:
+        """Train until `steps` more optimizer steps or `seconds` more training time, whichever first.
+
+        `callback(loop)` runs after every step whose number (`loop.step`) is a multiple of `every`, and
+        after the last step; its time is not training time (the `seconds` budget and `train_seconds`
+        leave it out), and a true return value stops training. `progress` names a progress bar.
+        Returns the number of steps taken.
+        """
+        done, spent, last_called = 0, 0.0, -1
+        bar = tqdm(total=steps, desc=progress, unit="step", disable=progress is None)
+        try:
+            while (steps is None or done < steps) and (seconds is None or spent < seconds):
+                t = time.perf_counter()
+                self.train_step()
+                dt = time.perf_counter() - t
+                spent += dt
+                self.train_seconds += dt
+                done += 1
+                bar.update(1)
+                if callback is not None and every and self.step % every == 0:
+                    last_called = self.step
+                    if callback(self):
+                        break
+                bar.set_postfix(loss=f"{self.loss:.3f}", **self.postfix, refresh=False)
+            if callback is not None and done and last_called != self.step:
+                callback(self)
+        finally:
+            bar.close()
+        return done
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
+        """Write model, tokenizer and loop state to `path`; the state file goes last (completeness marker).
+
+        `meta` (JSON-able) is stored in the state file and returned by `restore`: a caller's own
+        progress (a validation curve, say) is then exactly as current as the weights."""
+        import torch  # deferred: heavy
+
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / SFT_STATE).unlink(missing_ok=True)
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)
+        state = {
+            "optimizer": self.opt.state_dict(),
+            "step": self.step,
+            "loss": self.loss,
+            "rng": self.rng.getstate(),
+            "train_seconds": self.train_seconds,
+            "meta": json.dumps(meta or {}),
+        }
+        tmp = path / (SFT_STATE + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path / SFT_STATE)
+        return path
+
+    def restore(self, path: str | Path) -> dict[str, Any]:
+        """Take optimizer, step, RNG and training time from a checkpoint written by `save`; return its meta.
+
+        The weights are not touched: load the model from the same folder (`from_pretrained`)."""
+        import torch  # deferred: heavy
+
+        state = torch.load(Path(path) / SFT_STATE, weights_only=False, map_location=self.device)
+        self.opt.load_state_dict(state["optimizer"])
+        self.step, self.loss = state["step"], state["loss"]
+        self.rng.setstate(state["rng"])
+        self.train_seconds = state["train_seconds"]
+        return json.loads(state.get("meta") or "{}")
+
+
+def is_complete(path: str | Path) -> bool:
+    """True when `path` holds a finished `SFTLoop.save`."""
+    return (Path(path) / SFT_STATE).is_file()
+
+
+def planned_steps(cfg: Any, n_rows: int) -> int:
+    """Optimizer steps of the `sft` section: max_steps, else epochs over `n_rows` rows."""
     s = cfg.sft
-    g = torch.Generator().manual_seed(cfg.run.seed)
-    encoded = [_encode(tokenizer, r, s.max_length) for r in rows]
-    steps_per_epoch = max(1, len(encoded) // s.batch_size)
-    total = s.max_steps if s.max_steps > 0 else max(1, math.ceil(s.epochs * steps_per_epoch))
-    warm = int(total * s.warmup_ratio)
-    model.to(device).train()
-    opt = torch.optim.AdamW(model.parameters(), lr=s.learning_rate, weight_decay=0.0)
+    if s.max_steps > 0:
+        return s.max_steps
+    per_step = s.batch_size * s.gradient_accumulation_steps
+    return max(1, math.ceil(s.epochs * n_rows / per_step))
 
-    def lr_at(step: int) -> float:
-        if warm and step < warm:
-            return (step + 1) / warm
-        if s.lr_scheduler in ("constant", "constant_with_warmup"):
-            return 1.0
-        q = (step - warm) / max(1, total - warm)
-        return max(0.0, 1 - q) if s.lr_scheduler == "linear" else 0.5 * (1 + math.cos(math.pi * q))
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-    pad = tokenizer.pad_token_id
-    order: list[int] = []
-    t0, loss_val = time.perf_counter(), float("nan")
-    for step in trange(total, desc="sft", unit="step"):
-        if len(order) < s.batch_size:
-            order += torch.randperm(len(encoded), generator=g).tolist()
-        batch, order = [encoded[i] for i in order[: s.batch_size]], order[s.batch_size :]
-        ids, attn, labels = pad_batch(batch, pad, device)
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
-        loss_val = loss.item()
-        if (step + 1) % max(1, cfg.run.logging_steps) == 0 or step + 1 == total:
+def run_sft_torch(
+    cfg: Any, loop: SFTLoop, output_dir: str | Path, metrics_path: str | Path
+) -> dict[str, Any]:
+    """The `sft.engine: torch` stage: train `loop` to the planned step count.
+
+    Logs {"stage": "sft", "step", "loss", "learning_rate", "train_s"} every `run.logging_steps` steps to
+    `metrics_path` and saves `output_dir/checkpoint-N` every `run.save_steps` steps (keeping the last
+    `run.save_total_limit`), so a killed run resumes from `loop.restore(last checkpoint)`.
+    """
+    r = cfg.run
+    out = Path(output_dir)
+    start, t0 = loop.step, time.perf_counter()
+
+    def on_step(lp: SFTLoop) -> None:
+        if lp.step % max(1, r.logging_steps) == 0 or lp.step == lp.total_steps:
+            record = {
+                "stage": "sft",
+                "step": lp.step,
+                "loss": lp.loss,
+                "learning_rate": lp.learning_rate
+                * lr_factor(lp.step - 1, lp.schedule, lp.warmup_steps, lp.total_steps),
+                "train_s": round(lp.train_seconds, 3),
+            }
             with open(metrics_path, "a", encoding="utf-8") as f:
-                f.write(
-                    json.dumps(
-                        {
-                            "stage": "sft",
-                            "step": step + 1,
-                            "loss": loss_val,
-                            "learning_rate": sched.get_last_lr()[0],
-                        }
-                    )
-                    + "\n"
-                )
-    return {"steps": total, "loss": loss_val, "seconds": time.perf_counter() - t0}
+                f.write(json.dumps(record) + "\n")
+        if r.save_steps > 0 and lp.step % r.save_steps == 0 and lp.step < lp.total_steps:
+            lp.save(out / f"checkpoint-{lp.step}")
+            _prune(out, r.save_total_limit)
+
+    loop.train(steps=max(0, loop.total_steps - loop.step), every=1, callback=on_step, progress="sft")
+    return {
+        "steps": loop.step,
+        "resumed_at": start,
+        "loss": loop.loss,
+        "seconds": time.perf_counter() - t0,
+        "train_s": loop.train_seconds,
+    }
+
+
+def _prune(folder: Path, keep: int) -> None:
+    """Delete all but the newest `keep` checkpoint-N folders (keep <= 0: keep all)."""
+    if keep <= 0:
+        return
+    found = sorted(
+        (int(p.name.split("-", 1)[1]), p)
+        for p in folder.glob("checkpoint-*")
+        if p.name.split("-", 1)[1].isdigit()
+    )
+    for _, p in found[:-keep]:
+        shutil.rmtree(p, ignore_errors=True)

@@ -3,7 +3,7 @@
 Categories: simple (one tool, one call), multiple (the right tool among distractors, often a
 look-alike), parallel (one tool called 2..max_parallel times), parallel_multiple (several tools),
 irrelevance (no offered tool fits: no call), multi_step (the second call of a chain needs a value from
-the first call's result, which is in the history). Tools come from `synthetic_tools` (every JSON-Schema
+the first call's result, which is in the history). Tools come from `tools` (every JSON-Schema
 type: formatted strings, integer, number, boolean, enum, array, nested object, optional with default).
 Queries state every argument value in varied phrasing; with probability `transform_rate` a value needs
 a rule from the tool description (state abbreviation, ISO date, grams -> kg, hours -> minutes, enum
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.data.sources.toolace import TOOLS_MARKER
-from tooltune.data.synthetic_tools import BY_NAME, CHAINS, TOOLS, Tool
+from tooltune.data.synthetic.tools import BY_NAME, CHAINS, TOOLS, Tool
 from tooltune.prompts import python_calls
 from tooltune.schema import ToolCall
 

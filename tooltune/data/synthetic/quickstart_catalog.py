@@ -1,7 +1,7 @@
 """The quickstart task's catalog: values, tools (look-alike pairs, enum paraphrases), multi-step chains.
 
 Values are copy-cheap (one token per city or person name, integers as digits); the decisions are in
-the tool choice, the enum paraphrases and the number of calls (see `tooltune.quickstart.task`).
+the tool choice, the enum paraphrases and the number of calls (see `tooltune.data.synthetic.quickstart_task`).
 """
 
 from __future__ import annotations

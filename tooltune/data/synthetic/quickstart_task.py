@@ -1,9 +1,8 @@
 """The quickstart's synthetic tool-calling task, designed so that RL has something to fix.
 
-What a tiny model learns in minutes on 2 CPU cores is bounded by copying (see
-``../shared/notes/quickstart-feasibility.md``): multi-token values are copied badly and sampling
-does not fix that.  So every argument value here is cheap to copy (a city or person name that is a
-single BPE token, a small integer) and the remaining errors are *decisions*:
+What a tiny model learns in minutes on 2 CPU cores is bounded by copying: multi-token values are
+copied badly and sampling does not fix that. So every argument value here is cheap to copy (a city
+or person name that is a single BPE token, a small integer) and the remaining errors are *decisions*:
 
 - look-alike tools offered side by side (weather/forecast, hotel/table, flights/trains,
   email/message, alarm/timer, news/music);
@@ -15,12 +14,14 @@ The SFT demonstrations are *systematically imperfect*, as machine-generated tool
 writes the default enum value with probability ``enum_noise``, and one that stops after the first
 call drops the second call of a parallel request with probability ``parallel_drop``.  The ground
 truth ``Sample.answer`` stays exact (the reward and evaluation use it); the imperfect demonstration is
-``meta["sft_answer"]``.  Continued SFT reproduces the demonstrations' mistakes; GRPO with an exact
-reward can sample the right decision (pass@k >> greedy) and reinforce it.
+``meta["sft_answer"]`` (train with ``sft.target: meta.sft_answer``).  Continued SFT reproduces the
+demonstrations' mistakes; GRPO with an exact reward can sample the right decision (pass@k >> greedy)
+and reinforce it.
 
 Splits: ``train`` (SFT demonstrations + RL prompts), ``val`` (warm-start selection), ``heldout``
 (>= 1,000, new value/tool combinations, disjoint queries) and ``unseen_tools`` (tools never offered in
-training, reported separately).
+training, reported separately). Demonstrations are written for the ``tool_n1_compact`` prompt template
+(its one-line reasoning names the calls).
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from tooltune.quickstart.catalog import (  # re-exported: the task's public names live here
+from tooltune.config import option
+from tooltune.data.synthetic.quickstart_catalog import (  # re-exported: the task's public names
     CHAINS,
     CITIES,
     FORMAT_TOKENS,
@@ -42,6 +44,7 @@ from tooltune.quickstart.catalog import (  # re-exported: the task's public name
     Tool,
     entity_tokens,
 )
+from tooltune.prompts import TEMPLATES
 from tooltune.schema import Sample, ToolCall
 
 __all__ = [
@@ -52,49 +55,40 @@ __all__ = [
     "TRAIN_TOOLS",
     "UNSEEN_TOOLS",
     "EnumParam",
-    "Tool",
     "TaskConfig",
+    "Tool",
+    "build_splits",
     "entity_tokens",
     "make_multi_step_splits",
     "make_splits",
-    "reasoning_for",
-    "register_template",
     "sft_calls",
 ]
 
 SOURCE = "quickstart"
 
-TEMPLATE = "tool_n1_compact"
-"""Prompt template of the quickstart: Tool-N1's grammar (<think> then <tool_call>) with a system text
-short enough for a tiny model (the full Tool-N1 instructions would triple the prompt length), tools as
-one-line signatures (JSON schemas made prompts 105 tokens on average and name copying slower)."""
-
-SYSTEM = (
-    "Tools:\n<tools>\n{tools}\n</tools>\nThink in <think></think>, then give the JSON list of calls "
-    "in <tool_call></tool_call> ([] if no tool fits)."
-)
-
-
 TRAIN_MIX = {"simple": 0.2, "multiple": 0.35, "parallel": 0.15, "parallel_multiple": 0.1, "irrelevance": 0.2}
+
+_reasoning = TEMPLATES["tool_n1_compact"].default_reasoning
+"""Reasoning of the assistant turns in multi-step histories: the compact template's ("Call f, g.")."""
 
 
 @dataclass
 class TaskConfig:
-    """Sizes and demonstration noise of the quickstart task."""
+    """Sizes, demonstration noise and variant of the quickstart task."""
 
-    seed: int = field(default=0, metadata={"help": "seed of the generator (splits are disjoint by query)"})
-    n_train: int = field(default=6000, metadata={"help": "training samples (SFT demos and RL prompts)"})
-    n_val: int = field(default=200, metadata={"help": "validation samples for warm-start selection"})
-    n_heldout: int = field(default=1000, metadata={"help": "held-out samples (same tools, new queries)"})
-    n_unseen: int = field(default=300, metadata={"help": "held-out samples using tools never trained on"})
-    enum_noise: float = field(
-        default=0.7,
-        metadata={
-            "help": "probability a demonstration writes the default enum value for a non-default paraphrase"
-        },
+    seed: int = option(0, "Seed of the generator (splits are disjoint by query).")
+    n_train: int = option(6000, "Training samples (SFT demonstrations and RL prompts).")
+    n_val: int = option(200, "Validation samples (warm-start choice, validation curves).")
+    n_heldout: int = option(1000, "Held-out samples (same tools, new queries).")
+    n_unseen: int = option(300, "Held-out samples using tools never offered in training.")
+    enum_noise: float = option(
+        0.7, "Probability a demonstration writes the default enum value for a non-default paraphrase."
     )
-    parallel_drop: float = field(
-        default=0.6, metadata={"help": "probability a parallel demonstration keeps only its first call"}
+    parallel_drop: float = option(
+        0.6, "Probability a parallel demonstration keeps only its first call."
+    )
+    multi_step: bool = option(
+        False, "Multi-step variant: chains of two dependent calls, tool results in the history."
     )
 
 
@@ -266,11 +260,6 @@ def make_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
     return {"train": train, "val": val, "heldout": heldout, "unseen_tools": unseen}
 
 
-def register_template() -> str:
-    """The quickstart's prompt template (built in: `tool_n1_compact`)."""
-    return TEMPLATE
-
-
 # Multi-step chains: the first call's result names a value the second call needs (copied from the tool
 # message), and after the second result the task is done (answer []).
 
@@ -304,13 +293,13 @@ def _multi_step(gen: _Gen, cfg: TaskConfig, noisy: bool) -> list[Sample]:
         "role": "assistant",
         "content": "",
         "tool_calls": [c.to_dict() for c in calls1],
-        "reasoning": reasoning_for(calls1),
+        "reasoning": _reasoning(calls1),
     }
     a2 = {
         "role": "assistant",
         "content": "",
         "tool_calls": [call2.to_dict()],
-        "reasoning": reasoning_for([call2]),
+        "reasoning": _reasoning([call2]),
     }
     histories = [
         ([{"role": "user", "content": user}], calls1, [info1]),
@@ -392,9 +381,6 @@ def sft_calls(sample: Sample) -> list[ToolCall]:
     return [ToolCall.from_dict(c) for c in demo] if demo is not None else list(sample.answer)
 
 
-def reasoning_for(calls: list[ToolCall]) -> str:
-    """The short templated reasoning of a demonstration: the calls' names in order (every token costs
-    rollout time, and naming each call once makes the number of calls an explicit early decision)."""
-    if not calls:
-        return "No offered tool fits."
-    return "Call " + ", ".join(c.name for c in calls) + "."
+def build_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
+    """The splits of `cfg`'s variant: `make_multi_step_splits` or `make_splits`."""
+    return (make_multi_step_splits if cfg.multi_step else make_splits)(cfg)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooltune.data import synthetic_values as v
+from tooltune.data.synthetic import values as v
 
 
 @dataclass(frozen=True)

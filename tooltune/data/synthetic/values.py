@@ -4,7 +4,7 @@ A kind knows its JSON-Schema fragment and how a person states a value. With `tra
 surface form needs a rule the tool description states: a US state written out where the tool
 wants its abbreviation, a date in words where it wants ISO, grams where it wants kilograms, hours
 where it wants minutes, a paraphrase of an enum value. These are the decisions a policy can get
-wrong and a verifiable reward can teach (see ../shared/notes/quickstart-feasibility.md).
+wrong and a verifiable reward can teach.
 """
 
 from __future__ import annotations
@@ -51,26 +51,6 @@ CITIES = [
     ("Tucson", "AZ"),
     ("Philadelphia", "PA"),
     ("Pittsburgh", "PA"),
-]
-WORLD_CITIES = [
-    "Paris",
-    "Berlin",
-    "Tokyo",
-    "Madrid",
-    "Rome",
-    "Lisbon",
-    "Seoul",
-    "Toronto",
-    "Sydney",
-    "Mumbai",
-    "Cairo",
-    "Oslo",
-    "Vienna",
-    "Prague",
-    "Dublin",
-    "Nairobi",
-    "Lima",
-    "Hanoi",
 ]
 AIRPORTS = {
     "SFO": "San Francisco",
@@ -170,11 +150,6 @@ Kind = Callable[[random.Random, bool], tuple[Any, str]]
 def city_state(rng: random.Random, transform: bool) -> tuple[str, str]:
     city, st = rng.choice(CITIES)
     return f"{city}, {st}", f"{city}, {STATES[st]}" if transform else f"{city}, {st}"
-
-
-def world_city(rng: random.Random, transform: bool) -> tuple[str, str]:
-    c = rng.choice(WORLD_CITIES)
-    return c, c
 
 
 def airport(rng: random.Random, transform: bool) -> tuple[str, str]:

@@ -1,0 +1,106 @@
+"""The quickstart's task profile: promised sizes, disjoint splits, designed demonstration noise only."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tooltune.data.synthetic.quickstart_task import (
+    TRAIN_TOOLS,
+    UNSEEN_TOOLS,
+    TaskConfig,
+    build_splits,
+    make_multi_step_splits,
+    make_splits,
+    sft_calls,
+)
+from tooltune.prompts import render_answer
+from tooltune.schema import ToolCall
+
+UNSEEN = {t.name for t in UNSEEN_TOOLS}
+TRAIN = {t.name for t in TRAIN_TOOLS}
+
+
+def _key(s) -> str:
+    return s.messages[-1]["content"] + "|" + ",".join(sorted(t.name for t in s.tools))
+
+
+def test_default_splits_have_the_promised_sizes_and_are_disjoint() -> None:
+    sp = make_splits(TaskConfig())
+    assert len(sp["heldout"]) >= 1000
+    train_keys = {_key(s) for s in sp["train"]}
+    assert not train_keys & {_key(s) for s in sp["heldout"]}
+    assert not train_keys & {_key(s) for s in sp["val"]}
+    # unseen-tools samples all need a tool that no training sample offers
+    assert not {t.name for s in sp["train"] for t in s.tools} & UNSEEN
+    assert all({t.name for t in s.tools} & UNSEEN for s in sp["unseen_tools"])
+    assert all(c.name in UNSEEN for s in sp["unseen_tools"] for c in s.answer)
+
+
+def test_same_seed_same_splits_and_build_splits_picks_the_variant() -> None:
+    small = TaskConfig(seed=5, n_train=40, n_val=4, n_heldout=10, n_unseen=6)
+    a, b = make_splits(small), build_splits(small)
+    assert all([s.to_dict() for s in a[k]] == [s.to_dict() for s in b[k]] for k in a)
+    small.multi_step = True
+    assert {s.category for s in build_splits(small)["train"]} == {"multi_step"}
+
+
+def test_demonstrations_are_imperfect_only_in_train_and_only_in_the_designed_ways() -> None:
+    sp = make_splits(TaskConfig(seed=3, n_train=3000))
+    noisy = [s for s in sp["train"] if sft_calls(s) != list(s.answer)]
+    assert 0.1 < len(noisy) / len(sp["train"]) < 0.3
+    for s in noisy:
+        demo, gold = sft_calls(s), list(s.answer)
+        if len(demo) < len(gold):  # the second parallel call was dropped
+            assert s.category == "parallel" and len(demo) == 1
+        for i, (d, g) in enumerate(zip(demo, gold)):
+            info = s.meta["decisions"][min(i, len(s.meta["decisions"]) - 1)]
+            assert d.name == g.name
+            for k in (k for k in g.arguments if d.arguments[k] != g.arguments[k]):
+                # only a paraphrased enum, and only towards its default value
+                assert info["paraphrase"] and k == info["enum"] and d.arguments[k] == info["default"]
+    for split in ("val", "heldout", "unseen_tools"):
+        assert all("sft_answer" not in s.meta for s in sp[split])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_every_answer_calls_offered_tools_with_valid_arguments(seed: int) -> None:
+    sp = make_splits(TaskConfig(seed=seed, n_train=60, n_val=5, n_heldout=30, n_unseen=10))
+    for s in (x for v in sp.values() for x in v):
+        offered = {t.name: t for t in s.tools}
+        assert (s.category == "irrelevance") == (not s.answer)
+        if s.category in ("parallel", "parallel_multiple"):
+            assert len(s.answer) == 2
+        for c in s.answer:
+            spec = offered[c.name]
+            assert set(c.arguments) == set(spec.required)
+            for k, v in c.arguments.items():
+                prop = spec.properties[k]
+                assert isinstance(v, int if prop["type"] == "integer" else str)
+                assert v in prop.get("enum", [v])
+        if s.category == "irrelevance":
+            wanted = s.meta["decisions"][0]["tool"]
+            assert wanted not in offered and wanted in TRAIN
+
+
+def test_multi_step_chains_copy_the_tool_result_and_end_with_no_call() -> None:
+    sp = make_multi_step_splits(TaskConfig(n_train=30, n_val=6, n_heldout=9, n_unseen=5))
+    chain = sp["train"][:3]
+    assert [len(s.messages) for s in chain] == [1, 3, 5]
+    result = json.loads(chain[1].messages[2]["content"])
+    assert list(result.values())[0] in chain[1].answer[0].arguments.values()
+    assert chain[2].answer == []
+    assert all(s.category == "multi_step" for s in sp["heldout"])
+    # the history's assistant turns carry the compact template's reasoning
+    first = chain[1].messages[1]
+    assert first["reasoning"] == "Call " + ", ".join(c["name"] for c in first["tool_calls"]) + "."
+
+
+def test_compact_template_writes_the_demonstrations_reasoning() -> None:
+    calls = [ToolCall("get_weather", {"city": "Oslo"}), ToolCall("get_weather", {"city": "Rome"})]
+    text = render_answer(calls, "tool_n1_compact")
+    assert text.startswith("<think>Call get_weather, get_weather.</think>\n<tool_call>\n")
+    assert render_answer([], "tool_n1_compact").startswith("<think>No offered tool fits.</think>")

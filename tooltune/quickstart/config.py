@@ -1,0 +1,132 @@
+"""The quickstart's settings: `QuickstartConfig`, loaded from a YAML file with dotted overrides.
+
+`configs/quickstart.yaml` holds the measured values (`make demo` runs it) and
+`configs/quickstart_mini.yaml` the smoke-test sizes on top of it (`extends:` names the file a config
+changes). The `train:` section is a `tooltune.training` config: the quickstart runs its SFT section
+(with the warm-start rule) and its GRPO section, and writes it, paths filled in, to `DIR/train.yaml`,
+which `tooltune train --config` runs again. The keys in `DERIVED` are filled in by the run (the seed and
+the run folder's paths) and may not be set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tooltune import config as config_mechanism
+from tooltune.config import ConfigError, option, section
+from tooltune.data.synthetic.quickstart_task import TaskConfig
+from tooltune.models import SIZES
+from tooltune.training.config import TrainConfig
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml"
+"""The repository's measured quickstart settings."""
+
+DERIVED = {
+    "task.seed": "the top-level seed",
+    "train.run.seed": "the top-level seed",
+    "train.run.output_dir": "the run folder",
+    "train.model.name_or_path": "the run folder (models/base, then models/sft)",
+    "train.data.train": "the run folder (data/train.jsonl)",
+    "train.data.val": "the run folder (data/val.jsonl)",
+    "train.sft.enabled": "the pipeline (SFT warm start, then GRPO)",
+    "train.grpo.enabled": "the pipeline (SFT warm start, then GRPO)",
+}
+"""Keys the run sets itself -> what sets them."""
+
+
+@dataclass
+class WarmStartConfig:
+    min_steps: int = option(500, "First SFT step at which the warm-start rule is checked.")
+    eval_every: int = option(
+        100, "Check the rule every N SFT steps (a resumable progress checkpoint is written then too)."
+    )
+    eval_samples: int = option(100, "Validation samples per check (greedy exact match).")
+    threshold: float = option(
+        0.4,
+        "Warm start = the first checked step whose validation accuracy reaches this; if none does by "
+        "train.sft.max_steps, the best checked step.",
+    )
+
+
+@dataclass
+class EvaluationConfig:
+    pass_k: int = option(8, "k of pass@k at the warm start.")
+    pass_samples: int = option(200, "Held-out samples for pass@k.")
+    pass_temperature: float = option(1.0, "Sampling temperature of pass@k.")
+
+
+@dataclass
+class QuickstartConfig:
+    """One quickstart run. Greedy evaluations use train.diagnostics.eval_max_new_tokens and
+    eval_batch_size; prompts and answers use train.data.template."""
+
+    seed: int = option(
+        0, "Seed of everything: the task, the model's initial weights, SFT row order, rollouts."
+    )
+    threads: int = option(
+        2,
+        "torch CPU threads. 2 suits an unshared 2-core machine; use 1 when other jobs share the cores "
+        "(two spinning OpenMP threads under contention made an SFT step 4x slower).",
+    )
+    model_size: str = option("quickstart", "Tiny model size (tooltune.models.SIZES).", tuple(SIZES))
+    task: TaskConfig = section(TaskConfig, "The synthetic task (tooltune.data.synthetic.quickstart_task).")
+    warm_start: WarmStartConfig = section(WarmStartConfig, "Which SFT checkpoint GRPO starts from.")
+    evaluation: EvaluationConfig = section(EvaluationConfig, "Evaluations beyond greedy exact match.")
+    train: TrainConfig = section(
+        TrainConfig, "SFT (with the warm-start rule) and GRPO, as `tooltune train` reads them."
+    )
+
+    def validate(self) -> QuickstartConfig:
+        """Refuse derived keys set by hand, and settings the pipeline cannot run."""
+        fresh = QuickstartConfig()
+        for key, what in DERIVED.items():
+            if _get(self, key) != _get(fresh, key):
+                raise ConfigError(f"{key}: set by {what}; remove it")
+        self.train.validate()
+        if self.task.multi_step and self.train.reward.require_format:
+            raise ConfigError(
+                "train.reward.require_format: the multi-step task is scored on tool-call correctness "
+                "only; set it to false with task.multi_step"
+            )
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _get(obj: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_settings(path: str | Path, depth: int = 0) -> dict[str, Any]:
+    """The mapping of a quickstart YAML file, with the file its `extends:` names (relative to it) below."""
+    data = config_mechanism.read_yaml(path)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data
+    if depth > 4:
+        raise ConfigError(f"extends: chain too deep at {path}")
+    return _merge(read_settings(Path(path).parent / str(parent), depth + 1), data)
+
+
+def load_config(
+    path: str | Path | None = DEFAULT_CONFIG, overrides: dict[str, Any] | list[str] | None = None
+) -> QuickstartConfig:
+    """The settings of a quickstart YAML file (None: the dataclass defaults) with dotted overrides."""
+    base = read_settings(path) if path else None
+    return config_mechanism.load(QuickstartConfig, None, overrides, base=base)
