@@ -428,11 +428,6 @@ def test_eval_refuses_an_output_path_it_cannot_write(
         assert "/proc/x" in one_error_line(capsys)
 
 
-@pytest.mark.xfail(
-    reason="tooltune.evaluation.bfcl.expand_categories raises a plain ValueError (a bug by the error "
-    "convention); it should raise ConfigError naming `categories`",
-    strict=False,
-)
 def test_eval_names_an_unknown_category_and_the_closest(
     bfcl_eval, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -496,3 +491,14 @@ def test_quickstart_refuses_an_output_folder_it_cannot_write(
     (tmp_path / "some_file.txt").write_text("x")
     assert run_cli(["quickstart", "--out", tmp_path / "some_file.txt" / "q"]) != 0
     assert "some_file.txt" in one_error_line(capsys)
+
+
+def test_eval_refuses_a_mistyped_system_prompt_name(
+    bfcl_eval, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["eval", "bfcl", "--scripted", "--categories", "simple_python", "--system-prompt", "bfcl_stong",
+            "--out", tmp_path / "e"]
+    assert run_cli(argv) == 2
+    line = one_error_line(capsys)
+    assert "system_prompt" in line and "bfcl_strong" in line
+    assert not (tmp_path / "e" / "verdicts.jsonl").exists()

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tooltune.config import unknown_name
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.evaluation.bfcl_truth import single_turn_calls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
@@ -75,8 +76,7 @@ def expand_categories(spec: str | Iterable[str] | None) -> list[str]:
         names = CATEGORY_GROUPS.get(item, (item,))
         for name in names:
             if name not in ALL_CATEGORIES:
-                raise ValueError(f"unknown BFCL category {name!r}; known: {', '.join(ALL_CATEGORIES)} "
-                                 f"or groups {', '.join(CATEGORY_GROUPS)}")
+                raise unknown_name("categories", "BFCL category", name, [*ALL_CATEGORIES, *CATEGORY_GROUPS])
             if name not in out:
                 out.append(name)
     return out

@@ -31,10 +31,9 @@ from tooltune.config import ConfigError
 from tooltune.evaluation import acebench
 from tooltune.evaluation.ace import AceOptions, evaluate_ace
 from tooltune.evaluation.protocol import Controls
-from tooltune.evaluation.runner import DataDirError, RunOptions, benchmark_data_dir, evaluate
+from tooltune.evaluation.runner import RunOptions, benchmark_data_dir, evaluate
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
-from tooltune.models import ModelLoadError
-from tooltune.rundir import RunFolderBusy, RunLock, RunMismatch, check_identity, write_identity
+from tooltune.rundir import RunLock, check_identity, write_identity
 
 BENCHMARK_HELP = {
     "bfcl": "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn).",
@@ -116,6 +115,7 @@ def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, 
     backend.batch_size = sampling.batch_size or backend.batch_size  # 0 = one call: keep the model's
     if not opts.out:
         raise ConfigError("out: the output folder is required (--out DIR)")
+    config_mechanism.prepare_output(opts.out, "--out", folder=True)
     system = controls.system_prompt
     if system and os.path.isfile(system):
         controls.system_prompt = Path(system).read_text(encoding="utf-8")
@@ -157,26 +157,17 @@ def _user_backend(args: argparse.Namespace, backend: BackendConfig, data_dir: Pa
 def _run(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
-    where = f"tooltune eval {args.benchmark}"
-    try:
-        opts, controls, sampling, backend = _configs(args)
-        data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
-        backends = _backends(args, opts, controls, backend, data_dir)
-        user_backend = _user_backend(args, backend, data_dir)
-    except (DataDirError, ConfigError, ModelLoadError) as e:
-        print(f"{where}: {e}", file=sys.stderr)
-        return 2
+    opts, controls, sampling, backend = _configs(args)
+    data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+    backends = _backends(args, opts, controls, backend, data_dir)
+    user_backend = _user_backend(args, backend, data_dir)
     model = "scripted" if args.scripted else backend.label
-    try:
-        with RunLock(opts.out):  # the report is written under the same lock as the results
-            summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
-                               sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                               user_backend=user_backend)
-            if opts.report:
-                write_report([opts.out], Path(opts.out) / "report.md")
-    except (RunMismatch, RunFolderBusy) as e:
-        print(f"{where}: {e}", file=sys.stderr)
-        return 2
+    with RunLock(opts.out):  # the report is written under the same lock as the results
+        summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
+                           sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
+                           user_backend=user_backend)
+        if opts.report:
+            write_report([opts.out], Path(opts.out) / "report.md")
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
                 for k, v in summary["scores"].items()
                 if k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1)}
@@ -188,30 +179,21 @@ def _run(args: argparse.Namespace) -> int:
 
 def _ace(args: argparse.Namespace) -> int:
     given = config_mechanism.given_overrides
-    where = "tooltune eval ace"
-    try:
-        opts, controls, sampling, backend = _configs(args)
-        student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
-        student.source()
-        options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
-        data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
-        backends = backend.seed_backends(opts.seeds)
-    except (DataDirError, ConfigError, ModelLoadError) as e:
-        print(f"{where}: {e}", file=sys.stderr)
-        return 2
+    opts, controls, sampling, backend = _configs(args)
+    student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
+    student.source()
+    options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
+    data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+    backends = backend.seed_backends(opts.seeds)
     identity = {"command": "eval ace", "benchmark": args.benchmark, "model": backend.label,
                 "student": student.label, "categories": opts.categories, "controls": asdict(controls),
                 "sampling": asdict(sampling), "ace": asdict(options), "seeds": opts.seeds}
-    try:
-        with RunLock(opts.out):
-            if not check_identity(opts.out, identity, opts.resume):
-                write_identity(opts.out, identity)
-            summary = evaluate_ace(args.benchmark, backends, student, opts.out, controls,
-                                   opts.categories or None, options, sampling, data_dir, resume=opts.resume,
-                                   partial=opts.partial, model=backend.label)
-    except (RunMismatch, RunFolderBusy) as e:
-        print(f"{where}: {e}", file=sys.stderr)
-        return 2
+    with RunLock(opts.out):
+        if not check_identity(opts.out, identity, opts.resume):
+            write_identity(opts.out, identity)
+        summary = evaluate_ace(args.benchmark, backends, student, opts.out, controls,
+                               opts.categories or None, options, sampling, data_dir, resume=opts.resume,
+                               partial=opts.partial, model=backend.label)
     print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], "ace": summary["scores"].get("ace"),
                       "left_out": sorted(summary["left_out"])}, indent=2))
     return 0
@@ -239,5 +221,6 @@ def _compare(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
+    config_mechanism.prepare_output(args.out)
     print(write_report(args.runs, args.out))
     return 0

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune import config as config_mechanism
-from tooltune.config import ConfigError, option
+from tooltune.config import option
 from tooltune.prompts import TEMPLATES, get_template
 from tooltune.rundir import drop_torn_tail
 
@@ -67,10 +67,10 @@ class Controls:
     )
 
     def validate(self) -> Controls:
-        config_mechanism.check_choices(self)
+        config_mechanism.check_values(self)
         if self.template not in TEMPLATES:
-            raise ConfigError(f"template: unknown template {self.template!r}; "
-                              f"registered: {', '.join(sorted(TEMPLATES))}")
+            raise config_mechanism.unknown_name("template", "template", self.template, TEMPLATES)
+        config_mechanism.check_prompt_text("system_prompt", self.system_prompt, TEMPLATES)
         return self
 
     def system_text(self) -> str | None:

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-from tooltune.config import ConfigError, option
+from tooltune.config import check_values, option
 from tooltune.evaluation import acebench, apibank, bfcl
 from tooltune.evaluation.acebench import AgentConfig, run_agent
 from tooltune.evaluation.bfcl import FORMULAS, MULTI_TURN
@@ -85,6 +85,7 @@ class RunOptions:
         3,
         "Seeds 0..N-1, one generation pass each; scores are mean ± std over seeds. The protocol default "
         "is 3 seeds at temperature 0.7 (replayed predictions: one seed per file).",
+        min=1,
     )
     data_dir: str = option(
         "",
@@ -102,8 +103,7 @@ class RunOptions:
     report: bool = option(True, "Write DIR/report.md and its PNG bar chart.")
 
     def validate(self) -> RunOptions:
-        if self.seeds < 1:
-            raise ConfigError(f"seeds: must be >= 1, got {self.seeds}")
+        check_values(self)
         return self
 
 
