@@ -117,15 +117,16 @@ def plot(results: dict[str, Any], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The bench's options; --mini shrinks sizes and the default budget to a smoke test."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="runs/bench_efficiency", help="output folder (efficiency.json, PNG)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
         "--budget-s",
         type=float,
-        default=240.0,
-        help="training time per variant (held-out evaluations excluded)",
+        default=None,
+        help="training time per variant, held-out evaluations excluded (default 240; 5 with --mini)",
     )
     ap.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     ap.add_argument("--eval-samples", type=int, default=300, help="held-out samples per evaluation")
@@ -167,6 +168,20 @@ def main(argv: list[str] | None = None) -> int:
         help="reuse this quickstart run directory (same seed and settings) for data, model and warm start",
     )
     args = ap.parse_args(argv)
+    if args.budget_s is None:
+        args.budget_s = 5.0 if args.mini else 240.0
+    if args.budget_s <= 0:
+        ap.error(f"--budget-s: must be > 0, got {args.budget_s}")
+    return args
+
+
+def _fail(message: str) -> None:
+    print(f"bench/efficiency.py: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
 
     # deferred: torch, transformers and trl load in seconds; --help and the tests need none of them
     import torch
@@ -195,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [v for v in args.variants.split(",") if v] or list(VARIANTS)
     unknown = sorted(set(chosen) - set(VARIANTS))
     if unknown:
-        ap.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
+        _fail(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
     variants = [k for k in VARIANTS if k in chosen and not (args.no_ablation and k.endswith("_only"))]
     expect = {
         "task": "multi_step" if args.multi_step else "single_turn",
@@ -209,11 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     if "vanilla" not in variants:  # compare with (a) from an earlier run, checked before any training
         if not args.reference:
-            ap.error("--variants without vanilla needs --reference EFFICIENCY_JSON (the run holding (a))")
+            _fail("--variants without vanilla needs --reference EFFICIENCY_JSON (the run holding (a))")
         try:
             results["vanilla"] = reference_vanilla(args.reference, expect)
         except ValueError as e:
-            ap.error(str(e))
+            _fail(str(e))
     for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
         run_dir = out / "runs" / name

@@ -12,6 +12,7 @@ import pytest
 from tooltune.config import ConfigError
 from tooltune.quickstart import stats
 from tooltune.quickstart.config import DEFAULT_CONFIG, load_config
+from tooltune.rundir import RunMismatch
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "configs" / "quickstart_mini.yaml"
@@ -205,7 +206,7 @@ def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config
     assert train.data.train == str(tmp_path / "data" / "train.jsonl") and train.run.seed == cfg.seed
     # the folder's config reads back as the same settings, and another one is refused
     assert load_config(tmp_path / "config.yaml").to_dict() == cfg.to_dict()
-    with pytest.raises(ValueError, match="other settings"):
+    with pytest.raises(RunMismatch, match="holds another run .*max_steps"):
         Pipeline(tmp_path, load_config(MINI, {"threads": 1, "train.grpo.max_steps": 5}))
 
 
@@ -245,3 +246,12 @@ def test_sft_stage_resumes_from_its_progress_checkpoint(
     assert [p["step"] for p in a["curve"]] == [p["step"] for p in b["curve"]] == [3, 6, 9]
     assert [p["loss"] for p in a["curve"]] == [p["loss"] for p in b["curve"]]
     assert a["chosen_step"] == b["chosen_step"]
+
+
+def test_efficiency_mini_is_a_seconds_long_smoke_test() -> None:
+    mod = _bench_efficiency()
+    assert mod.parse_args(["--mini"]).budget_s == 5.0
+    assert mod.parse_args([]).budget_s == 240.0
+    assert mod.parse_args(["--mini", "--budget-s", "30"]).budget_s == 30.0
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--budget-s", "0"])

@@ -10,7 +10,7 @@ import argparse
 import logging
 from typing import Any
 
-from tooltune.config import ConfigError, add_arguments, given_overrides
+from tooltune.config import ConfigError, add_arguments, given_overrides, prepare_output
 from tooltune.quickstart.config import DEFAULT_CONFIG, DERIVED, QuickstartConfig, load_config
 
 
@@ -42,12 +42,12 @@ def _handle(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.WARNING)
     if args.stop_after and args.stop_after not in STAGES:
-        raise SystemExit(f"--stop-after {args.stop_after!r}: choose one of {', '.join(STAGES)}")
-    try:
-        cfg = load_config(args.config, given_overrides(args))
-        pipe = Pipeline(args.out, cfg)
-    except (ConfigError, ValueError) as e:
-        raise SystemExit(f"tooltune quickstart: {e}") from None
+        raise ConfigError(
+            f"--stop-after: {args.stop_after!r} is not a stage; choose one of {', '.join(STAGES)}"
+        )
+    cfg = load_config(args.config, given_overrides(args))
+    prepare_output(args.out, "--out", folder=True)
+    pipe = Pipeline(args.out, cfg)
     print(f"tooltune quickstart: seed {cfg.seed}, config {args.config}, output {args.out}")
     report = pipe.run(stop_after=args.stop_after)
     print()

@@ -39,23 +39,24 @@ DERIVED = {
 
 @dataclass
 class WarmStartConfig:
-    min_steps: int = option(500, "First SFT step at which the warm-start rule is checked.")
+    min_steps: int = option(500, "First SFT step at which the warm-start rule is checked.", min=0)
     eval_every: int = option(
-        100, "Check the rule every N SFT steps (a resumable progress checkpoint is written then too)."
+        100, "Check the rule every N SFT steps (a resumable progress checkpoint is written then too).", min=1
     )
-    eval_samples: int = option(100, "Validation samples per check (greedy exact match).")
+    eval_samples: int = option(100, "Validation samples per check (greedy exact match).", min=1)
     threshold: float = option(
         0.4,
-        "Warm start = the first checked step whose validation accuracy reaches this; if none does by "
-        "train.sft.max_steps, the best checked step.",
+        "Warm start = the first checked step whose validation accuracy reaches this (above 1: never, so the "
+        "best checked step); if none does by train.sft.max_steps, the best checked step.",
+        min=0,
     )
 
 
 @dataclass
 class EvaluationConfig:
-    pass_k: int = option(8, "k of pass@k at the warm start.")
-    pass_samples: int = option(200, "Held-out samples for pass@k.")
-    pass_temperature: float = option(1.0, "Sampling temperature of pass@k.")
+    pass_k: int = option(8, "k of pass@k at the warm start.", min=1)
+    pass_samples: int = option(200, "Held-out samples for pass@k.", min=0)
+    pass_temperature: float = option(1.0, "Sampling temperature of pass@k.", min=0)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class QuickstartConfig:
         2,
         "torch CPU threads. 2 suits an unshared 2-core machine; use 1 when other jobs share the cores "
         "(two spinning OpenMP threads under contention made an SFT step 4x slower).",
+        min=1,
     )
     model_size: str = option("quickstart", "Tiny model size (tooltune.models.SIZES).", tuple(SIZES))
     task: TaskConfig = section(TaskConfig, "The synthetic task (tooltune.data.synthetic.quickstart_task).")

@@ -43,6 +43,7 @@ from tooltune.prompts import render_answer, render_prompt
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.report import write_report
 from tooltune.quickstart.stats import summarize
+from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.schema import Sample, read_jsonl, write_jsonl
 from tooltune.training.config import TrainConfig
 from tooltune.training.data import config_sft_rows
@@ -98,15 +99,14 @@ class Pipeline:
 
     def __init__(self, out: str | Path, cfg: QuickstartConfig, say: Callable[[str], None] = print):
         self.out, self.cfg, self.say = Path(out), cfg, say
-        (self.out / "stages").mkdir(parents=True, exist_ok=True)
-        cfg_file = self.out / "config.yaml"
-        if cfg_file.is_file():
-            old = config_mechanism.read_yaml(cfg_file)
-            if old != _plain(cfg.to_dict()):
-                raise ValueError(
-                    f"{self.out} holds a run with other settings ({cfg_file}); use another --out"
-                )
-        config_mechanism.dump(cfg, cfg_file)
+        # A folder is one run: the same settings resume it, other settings are refused naming each
+        # difference (rundir.RunMismatch), and only one process writes it at a time (run() holds the lock).
+        identity = {"command": "quickstart", "config": _plain(cfg.to_dict())}
+        with RunLock(self.out):
+            if not check_identity(self.out, identity, resume=True):
+                write_identity(self.out, identity)
+            (self.out / "stages").mkdir(parents=True, exist_ok=True)
+            config_mechanism.dump(cfg, self.out / "config.yaml")
         self._splits: dict[str, list[Sample]] | None = None
 
     # ------------------------------------------------------------------ bookkeeping
@@ -159,6 +159,10 @@ class Pipeline:
 
     # ------------------------------------------------------------------ run
     def run(self, stop_after: str | None = None) -> dict[str, Any]:
+        with RunLock(self.out):
+            return self._run(stop_after)
+
+    def _run(self, stop_after: str | None) -> dict[str, Any]:
         torch.set_num_threads(self.cfg.threads)
         t0 = time.perf_counter()
         for i, name in enumerate(STAGES, 1):

@@ -112,7 +112,11 @@ class GRPOSection:
     per_device_batch_size: int = option(8, "Rollouts per device per forward/backward micro-batch.", min=1)
     epochs: float = option(1.0, "Passes over the training prompts.", min_exclusive=0)
     max_steps: int = option(-1, "Stop after this many optimizer steps (-1 = use epochs).", min=1, also=(-1,))
-    max_seconds: float = option(0.0, "Stop after this much GRPO wall time in seconds (0 = no limit).", min=0)
+    max_seconds: float = option(
+        0.0,
+        "Stop after this much GRPO training time in seconds, held-out evaluations excluded (0 = no limit).",
+        min=0,
+    )
     learning_rate: float = option(1e-6, "Peak learning rate.", min_exclusive=0)
     lr_scheduler: str = option(
         "constant", "LR schedule.", ("constant", "linear", "cosine", "constant_with_warmup")
@@ -265,7 +269,7 @@ def resolve_template(spec: str, key: str = "data.template") -> str:
     """The registered template name for `spec`.
 
     spec: a registered name, or "module:function" where calling `function()` registers a template and
-    returns its name (e.g. "tooltune.quickstart.task:register_template").
+    returns its name (a user's own template, e.g. "my_project.prompts:register").
     """
     name = spec
     if ":" in spec:

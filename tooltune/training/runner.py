@@ -32,8 +32,16 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
 from tooltune.models import load_model_and_tokenizer
-from tooltune.rewards import CompositeReward, TRLRewardFunction
-from tooltune.training.config import ConfigError, TrainConfig, dump_config, resolve_template
+from tooltune.rewards import TRLRewardFunction
+from tooltune.rundir import RunLock, check_identity, write_identity
+from tooltune.training.config import (
+    ConfigError,
+    TrainConfig,
+    build_reward,
+    dump_config,
+    resolve_system_prompt,
+    resolve_template,
+)
 from tooltune.training.data import (
     check_rows,
     config_grpo_rows,
@@ -149,22 +157,11 @@ def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) 
 
 
 def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
-    """The rewards engineer's CompositeReward behind its TRL adapter (logs every component)."""
+    """The config's reward composition (`training.config.build_reward`, the one construction that
+    `TrainConfig.validate` also checks) behind its TRL adapter, which logs every component."""
     rc = cfg.reward
     template = resolve_template(rc.template or cfg.data.template, "reward.template")
-    params = dict(rc.params)
-    if not rc.require_format:  # only the binary-style components take it; the default needs no mention
-        params.setdefault("require_format", False)
-    try:
-        composite = CompositeReward(
-            dict(rc.components),
-            template=template,
-            format_mode=rc.format_mode,
-            **params,
-        )
-    except (KeyError, ValueError) as e:
-        raise ConfigError(f"reward.components / reward.params: {e}") from None
-    return [TRLRewardFunction(composite)]
+    return [TRLRewardFunction(build_reward(rc, template))]
 
 
 def _load(cfg: TrainConfig, path: str, cpu: bool) -> tuple[Any, Any]:
@@ -183,12 +180,39 @@ def train(
     train_rows: list[dict[str, Any]] | None = None,
     val_rows: list[dict[str, Any]] | None = None,
 ) -> Path:
-    """Run the enabled stages; with `resume`, continue from the last complete checkpoint of each stage."""
-    t_start = time.perf_counter()
+    """Run the enabled stages; with `resume`, continue from the last complete checkpoint of each stage.
+
+    The run folder is one run: its settings are recorded in `run.json`; `resume` continues only the same
+    settings (`rundir.RunMismatch` names every difference) and a finished run resumes to nothing; a
+    folder holding results is refused without `resume`; one process writes it at a time
+    (`rundir.RunFolderBusy`)."""
     cfg = resolved(cfg.validate())
-    if not cfg.model.name_or_path:
-        raise ConfigError("model.name_or_path: required (a model directory or hub id)")
+    if train_rows is None:
+        cfg.check_files()
     run_dir = Path(cfg.run.output_dir)
+    identity = {"command": "train", "config": cfg.to_dict()}
+    if not _is_main():
+        # Read-only, and only for other settings: the main process may be creating this very run.
+        check_identity(run_dir, identity, resume=True)
+        return _train(cfg, resume, reward_funcs, train_rows, val_rows)
+    with RunLock(run_dir):
+        if not check_identity(run_dir, identity, resume):
+            write_identity(run_dir, identity)
+        return _train(cfg, resume, reward_funcs, train_rows, val_rows)
+
+
+def _train(
+    cfg: TrainConfig,
+    resume: bool,
+    reward_funcs: list[Any] | None,
+    train_rows: list[dict[str, Any]] | None,
+    val_rows: list[dict[str, Any]] | None,
+) -> Path:
+    t_start = time.perf_counter()
+    run_dir = Path(cfg.run.output_dir)
+    if resume and _finished(run_dir):
+        logger.warning("%s: this run has finished; nothing to resume", run_dir)
+        return run_dir
     # Data errors (missing ground truth, bad records) stop the run here, before any model is loaded.
     rows = train_rows if train_rows is not None else _rows(cfg, cfg.data.train, cfg.data.max_train_samples)
     check_rows(rows)
@@ -222,7 +246,19 @@ def resolved(cfg: TrainConfig) -> TrainConfig:
     cfg.data.template = resolve_template(cfg.data.template)
     if cfg.reward.template:
         cfg.reward.template = resolve_template(cfg.reward.template, "reward.template")
+    cfg.data.system_prompt = resolve_system_prompt(cfg.data.system_prompt)
     return cfg
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether `run_dir` holds a run whose enabled stages all completed (summary.json is written last)."""
+    summary = run_dir / "summary.json"
+    if not summary.is_file():
+        return False
+    try:
+        return "seconds" in json.loads(summary.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
 
 
 def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
