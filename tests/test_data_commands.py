@@ -8,13 +8,14 @@ import socket
 from pathlib import Path
 
 import pytest
-from test_cli import one_error_line
+from test_cli import one_error_line, run_cli
 
 from tooltune.cli import main
 
 
 def run(cmd: str) -> int:
-    return main(cmd.split())
+    """The command's exit status, as the shell sees it (argparse's own errors exit through SystemExit)."""
+    return run_cli(cmd.split())
 
 
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -207,7 +208,7 @@ def test_unknown_names_are_refused_with_the_closest(tmp_path: Path, synth: Path,
         ("data prepare --source jsonl --input {data} --out {tmp}/p --limit -1",
          "limit: must be >= 0, got -1"),
         ("data prepare --source jsonl --input {data} --out {tmp}/p --check-arguments strikt",
-         "check_arguments: 'strikt' is not allowed (did you mean strict?)"),
+         "--check-arguments/--check_arguments: invalid choice: 'strikt'"),
         ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --predictions {data} --k 0",
          "k: must be >= 1, got 0"),
         ("data select --recipe difficulty --input {data} --out {tmp}/k.jsonl --predictions {data} "

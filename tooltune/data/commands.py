@@ -16,11 +16,10 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from tooltune import config as config_mechanism
-from tooltune.config import ConfigError, Range
-from tooltune.data.pipeline import CHECK_ARGUMENTS, PrepareConfig
+from tooltune.config import ConfigError
+from tooltune.data.pipeline import PrepareConfig
 from tooltune.data.recipes import DifficultyConfig
 from tooltune.data.sources import SOURCES
 from tooltune.data.synthetic import SynthConfig
@@ -31,24 +30,6 @@ from tooltune.prompts import TEMPLATES
 EXIT_FAILED_CHECK = 1
 """`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
 EXIT_UNAVAILABLE = 2
-
-PREPARE_RANGES = {
-    "val_fraction": Range(0, 1, high_exclusive=True),
-    "irrelevance_augment": Range(0, 1),
-    "limit": Range(low=0),
-}
-"""Allowed values of PrepareConfig fields, whose declarations carry none."""
-
-SYNTH_RANGES = {
-    "n": Range(low=1),
-    **{k: Range(0, 1) for k in ("transform_rate", "optional_rate", "lookalike_rate", "followup_rate",
-                                "spaced_names")},
-    "min_distractors": Range(low=0),
-    "max_distractors": Range(low=0),
-    "max_parallel": Range(low=2),
-}
-"""Allowed values of SynthConfig fields, whose declarations carry none."""
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="Convert, filter, split and export tool-calling datasets.")
@@ -120,11 +101,6 @@ def _prompt_args(p: argparse.ArgumentParser) -> None:
                    "or a registered template's name (its system text)")
 
 
-def _check_ranges(cfg: Any, ranges: dict[str, Range]) -> None:
-    for key, allowed in ranges.items():
-        config_mechanism.check_value(key, getattr(cfg, key), allowed=allowed)
-
-
 def _check_template(key: str, name: str, grammars: bool = False) -> None:
     """Refuse a template name that is not registered (with `grammars`, a grammar name is fine too)."""
     known = {**GRAMMARS, **TEMPLATES} if grammars else TEMPLATES
@@ -144,8 +120,7 @@ def _prepare(args: argparse.Namespace) -> int:
 
     given = config_mechanism.given_overrides(args)
     cfg = config_mechanism.load(PrepareConfig, args.config, given)
-    _check_ranges(cfg, PREPARE_RANGES)
-    config_mechanism.check_value("check_arguments", cfg.check_arguments, CHECK_ARGUMENTS)
+    config_mechanism.check_values(cfg)
     if args.source:
         cfg.sources = []
         for i, name in enumerate(args.source):
@@ -178,7 +153,7 @@ def _synth(args: argparse.Namespace) -> int:
     from tooltune.data.synthetic import write
 
     cfg = config_mechanism.load(SynthConfig, overrides=config_mechanism.given_overrides(args))
-    _check_ranges(cfg, SYNTH_RANGES)
+    config_mechanism.check_values(cfg)
     if cfg.min_distractors > cfg.max_distractors:
         raise ConfigError(f"min_distractors: must be <= max_distractors ({cfg.max_distractors}), "
                           f"got {cfg.min_distractors}")

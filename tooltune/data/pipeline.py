@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 from tqdm import tqdm
 
+from tooltune.config import option
 from tooltune.data.sources import RecordError, Rejection, get_source
 from tooltune.data.sources.base import RawRecord, as_record_error, describe, infer_category
 from tooltune.data.stats import SourceStats, format_table, total
@@ -65,29 +66,24 @@ class PrepareConfig:
         default_factory=list,
         metadata={"help": "(source name, input) pairs; input is a file, a folder, or hf:<dataset id>"},
     )
-    out: str = field(default="data/prepared", metadata={"help": "output folder"})
-    val_fraction: float = field(default=0.05, metadata={"help": "share of records sent to val.jsonl"})
-    seed: int = field(default=0, metadata={"help": "seed of the split and the augmentation draw"})
-    no_call_samples: bool = field(
-        default=False,
-        metadata={"help": "also emit a no-call sample at each assistant text turn of multi-turn dialogues"},
+    out: str = option("data/prepared", "output folder")
+    val_fraction: float = option(0.05, "share of records sent to val.jsonl", min=0, max_exclusive=1)
+    seed: int = option(0, "seed of the split and the augmentation draw")
+    no_call_samples: bool = option(
+        False, "also emit a no-call sample at each assistant text turn of multi-turn dialogues"
     )
-    irrelevance_augment: float = field(
-        default=0.0,
-        metadata={"help": "share of samples copied with the answer's tools removed and no call expected"},
+    irrelevance_augment: float = option(
+        0.0, "share of samples copied with the answer's tools removed and no call expected", min=0, max=1
     )
-    dedupe: bool = field(
-        default=True, metadata={"help": "drop samples identical in prompt, tools and answer"}
+    dedupe: bool = option(True, "drop samples identical in prompt, tools and answer")
+    check_arguments: str = option(
+        "unknown",
+        "off | unknown (reject arguments the tool lacks) | strict (also missing required ones)",
+        CHECK_ARGUMENTS,
     )
-    check_arguments: str = field(
-        default="unknown",
-        metadata={
-            "help": "off | unknown (reject arguments the tool lacks) | strict (also missing required ones)"
-        },
-    )
-    hub_split: str = field(default="train", metadata={"help": "split to load for hf:<id> inputs"})
-    limit: int | None = field(default=None, metadata={"help": "stop after this many records per source"})
-    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    hub_split: str = option("train", "split to load for hf:<id> inputs")
+    limit: int | None = option(None, "stop after this many records per source", min=0)
+    progress: bool = option(True, "show a progress bar")
 
     @classmethod
     def from_yaml(cls, path: str) -> PrepareConfig:

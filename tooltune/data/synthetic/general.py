@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooltune.config import option
 from tooltune.data.sources.toolace import TOOLS_MARKER
 from tooltune.data.synthetic.tools import BY_NAME, CHAINS, TOOLS, Tool
 from tooltune.prompts import python_calls
@@ -48,8 +49,8 @@ NO_TOOL_REPLY = "I'm sorry, but none of the available functions can help with th
 class SynthConfig:
     """Generator knobs (difficulty and mix)."""
 
-    n: int = field(default=1000, metadata={"help": "number of records"})
-    seed: int = field(default=0, metadata={"help": "random seed (same seed, same records)"})
+    n: int = option(1000, "number of records", min=1)
+    seed: int = option(0, "random seed (same seed, same records)")
     weights: dict[str, float] = field(
         default_factory=lambda: {
             "simple": 0.2,
@@ -61,18 +62,14 @@ class SynthConfig:
         },
         metadata={"help": "category mix (normalized)"},
     )
-    transform_rate: float = field(
-        default=0.3, metadata={"help": "share of values stated in a form needing a rule"}
-    )
-    optional_rate: float = field(default=0.5, metadata={"help": "chance an optional parameter is requested"})
-    min_distractors: int = field(default=1, metadata={"help": "fewest extra tools in multiple/irrelevance"})
-    max_distractors: int = field(default=4, metadata={"help": "most extra tools"})
-    lookalike_rate: float = field(default=0.6, metadata={"help": "chance a distractor is a look-alike"})
-    max_parallel: int = field(default=3, metadata={"help": "most calls in a parallel answer"})
-    followup_rate: float = field(default=0.3, metadata={"help": "ToolACE: chance of a second request"})
-    spaced_names: float = field(
-        default=0.2, metadata={"help": "ToolACE: share of dialogues with 'Title Case' names"}
-    )
+    transform_rate: float = option(0.3, "share of values stated in a form needing a rule", min=0, max=1)
+    optional_rate: float = option(0.5, "chance an optional parameter is requested", min=0, max=1)
+    min_distractors: int = option(1, "fewest extra tools in multiple/irrelevance", min=0)
+    max_distractors: int = option(4, "most extra tools", min=0)
+    lookalike_rate: float = option(0.6, "chance a distractor is a look-alike", min=0, max=1)
+    max_parallel: int = option(3, "most calls in a parallel answer", min=2)
+    followup_rate: float = option(0.3, "ToolACE: chance of a second request", min=0, max=1)
+    spaced_names: float = option(0.2, "ToolACE: share of dialogues with 'Title Case' names", min=0, max=1)
 
 
 @dataclass
