@@ -267,7 +267,14 @@ class OpenAIBackend:
         if len(requests) <= 1 or self.concurrency == 1:
             return [self._one(r, w) for r, w in zip(requests, wheres)]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            return list(pool.map(self._one, requests, wheres))
+            futures = [pool.submit(self._one, r, w) for r, w in zip(requests, wheres)]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                # a dead server: the queued requests would each run through their retries
+                for f in futures:
+                    f.cancel()
+                raise
 
 
 # --------------------------------------------------------------------------------------------
