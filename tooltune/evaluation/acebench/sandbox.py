@@ -7,7 +7,7 @@ travel.py`) and of its executor (`model_inference/multi_step/multi_step_utils.py
 execute_agent_func_call`): initial data, return values, error messages and the state kept for scoring
 (`SAVED_CLASS` in `model_inference/apimodel_inference.py`). Nothing is vendored or executed from
 strings: `Sandbox.execute` dispatches a parsed `ToolCall` to a public method by name, with the
-literal arguments the parser produced. The phone classes are here; `Travel` is in `acebench_travel`.
+literal arguments the parser produced. The phone classes are here; `Travel` is in `travel`.
 
 Behaviour that matters for the score and that we reproduce:
 - every involved class is instantiated at the first executed call, then loads the entry's

@@ -2,7 +2,7 @@
 
 Written from the public behaviour of ACEBench's `model_inference/(multi_turn/)scenariosen/travel.py`
 (initial data, return values, error texts); the sandbox itself and the phone classes are in
-`acebench_agent`, which registers `Travel` in its `CLASSES`.
+`sandbox`, which registers `Travel` in its `CLASSES`.
 """
 
 from __future__ import annotations
