@@ -249,16 +249,23 @@ class TrainConfig:
         return self
 
     def check_files(self) -> TrainConfig:
-        """Check that the inputs exist before any work: data.train (required), data.val (when set) and
-        model.name_or_path (required; a local-looking path must be an existing folder, a hub id is left
-        to the loader). Raises ConfigError naming the key."""
-        if not self.model.name_or_path:
-            raise ConfigError("model.name_or_path: required (a model directory or hub id)")
+        """Check that the inputs exist before any work: the data files, then the model."""
+        return self.check_data_files().check_model()
+
+    def check_data_files(self) -> TrainConfig:
+        """data.train (required) and data.val (when set) must be files; ConfigError naming the key."""
         if not self.data.train:
             raise ConfigError("data.train: required (a canonical JSONL file)")
         config_mechanism.require_file("data.train", self.data.train)
         if self.data.val:
             config_mechanism.require_file("data.val", self.data.val)
+        return self
+
+    def check_model(self) -> TrainConfig:
+        """model.name_or_path is required; a local-looking path must be an existing folder (a hub id is
+        left to the loader). ConfigError naming the key."""
+        if not self.model.name_or_path:
+            raise ConfigError("model.name_or_path: required (a model directory or hub id)")
         config_mechanism.check_model_path("model.name_or_path", self.model.name_or_path)
         return self
 

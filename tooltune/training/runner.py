@@ -188,7 +188,7 @@ def train(
     (`rundir.RunFolderBusy`)."""
     cfg = resolved(cfg.validate())
     if train_rows is None:
-        cfg.check_files()
+        cfg.check_data_files()
     run_dir = Path(cfg.run.output_dir)
     identity = {"command": "train", "config": cfg.to_dict()}
     if not _is_main():
@@ -210,7 +210,7 @@ def _train(
 ) -> Path:
     t_start = time.perf_counter()
     run_dir = Path(cfg.run.output_dir)
-    if resume and _finished(run_dir):
+    if resume and _finished(cfg, run_dir):
         logger.warning("%s: this run has finished; nothing to resume", run_dir)
         return run_dir
     # Data errors (missing ground truth, bad records) stop the run here, before any model is loaded.
@@ -218,6 +218,7 @@ def _train(
     check_rows(rows)
     if not rows:
         raise ConfigError("data.train: no training rows")
+    cfg.check_model()  # after the data: a data error is reported first, and no model is loaded for it
     if val_rows is None and cfg.data.val:
         val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
     val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
@@ -250,10 +251,12 @@ def resolved(cfg: TrainConfig) -> TrainConfig:
     return cfg
 
 
-def _finished(run_dir: Path) -> bool:
-    """Whether `run_dir` holds a run whose enabled stages all completed (summary.json is written last)."""
+def _finished(cfg: TrainConfig, run_dir: Path) -> bool:
+    """Whether `run_dir` holds a run whose enabled stages all completed: the last stage's model and
+    summary.json (written last) are there."""
+    final = run_dir / ("final" if cfg.grpo.enabled else "sft/final")
     summary = run_dir / "summary.json"
-    if not summary.is_file():
+    if not (summary.is_file() and (final / "config.json").is_file()):
         return False
     try:
         return "seconds" in json.loads(summary.read_text(encoding="utf-8"))
