@@ -44,7 +44,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tooltune.config import ConfigError, option
+from tooltune.config import ConfigError, check_values, option
 from tooltune.evaluation import acebench, apibank, bfcl
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
 from tooltune.evaluation.runner import BENCHMARKS, benchmark_data_dir, prepare
@@ -71,9 +71,9 @@ LEFT_OUT = {
 class AceOptions:
     """The CER settings of an ACE run (`tooltune eval ace` flags of the same names)."""
 
-    k: int = option(5, "Student continuations per entry and reasoning (R2IF: 5).")
-    student_temperature: float = option(0.4, "Sampling temperature of the student (R2IF: 0.4).")
-    student_max_new_tokens: int = option(256, "Longest student continuation, in tokens.")
+    k: int = option(5, "Student continuations per entry and reasoning (R2IF: 5).", min=1)
+    student_temperature: float = option(0.4, "Sampling temperature of the student (R2IF: 0.4).", min=0)
+    student_max_new_tokens: int = option(256, "Longest student continuation, in tokens.", min=1)
     base_mode: str = option(
         "free",
         "How v_base is measured: free (the student answers the entry on its own, reasoning included) or "
@@ -81,15 +81,10 @@ class AceOptions:
         ("free", "no_reasoning"),
     )
     student_seed: int = option(0, "Seed of the student's sampling.")
-    cer_batch_size: int = option(64, "Entries per student call (their K continuations each).")
+    cer_batch_size: int = option(64, "Entries per student call (their K continuations each).", min=1)
 
     def validate(self) -> AceOptions:
-        if self.k < 1:
-            raise ConfigError(f"k: must be >= 1, got {self.k}")
-        if self.cer_batch_size < 1:
-            raise ConfigError(f"cer_batch_size: must be >= 1, got {self.cer_batch_size}")
-        if self.base_mode not in ("free", "no_reasoning"):
-            raise ConfigError(f"base_mode: expected free or no_reasoning, got {self.base_mode!r}")
+        check_values(self)
         return self
 
 

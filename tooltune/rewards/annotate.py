@@ -203,7 +203,35 @@ def tool_key(tool: ToolSpec) -> str:
     return hashlib.sha1(blob.encode("utf-8")).hexdigest()
 
 
-class LLMAnnotator:
+class _BackendAnnotator:
+    """What both model-written annotators share: the backend, generation sizes, the rule-based fallback
+    and a JSONL cache read once (a torn last line is skipped: that item is asked again)."""
+
+    def __init__(
+        self, backend: Any, prefix: str, cache_path: str | Path | None, max_new_tokens: int, batch_size: int
+    ) -> None:
+        self.backend = backend
+        self.name = f"{prefix}:{getattr(backend, 'name', 'backend')}"
+        self.cache_path = Path(cache_path) if cache_path else None
+        self.max_new_tokens = max_new_tokens
+        self.batch_size = batch_size
+        self._fallback = RuleAnnotator()
+
+    def _cache_records(self) -> list[dict[str, Any]]:
+        if not (self.cache_path and self.cache_path.exists()):
+            return []
+        records = []
+        for line in self.cache_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict):
+                records.append(rec)
+        return records
+
+
+class LLMAnnotator(_BackendAnnotator):
     """Annotations written by a model through a generation backend (tooltune.generation).
 
     backend: any object with `name` and `generate(list[GenerationRequest]) -> list[list[str]]`.
@@ -217,20 +245,12 @@ class LLMAnnotator:
         max_new_tokens: int = 768,
         batch_size: int = 32,
     ) -> None:
-        self.backend = backend
-        self.name = f"llm:{getattr(backend, 'name', 'backend')}"
-        self.cache_path = Path(cache_path) if cache_path else None
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self._fallback = RuleAnnotator()
-        self._cache: dict[str, dict[str, dict[str, str]]] = {}
-        if self.cache_path and self.cache_path.exists():
-            for line in self.cache_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                    self._cache[rec["key"]] = rec["annotations"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a line cut by a crash: that tool is asked again
+        super().__init__(backend, "llm", cache_path, max_new_tokens, batch_size)
+        self._cache: dict[str, dict[str, dict[str, str]]] = {
+            rec["key"]: rec["annotations"]
+            for rec in self._cache_records()
+            if {"key", "annotations"} <= rec.keys()
+        }
 
     def _ask(self, tools: list[ToolSpec]) -> list[dict[str, dict[str, str]]]:
         requests = [
@@ -416,7 +436,7 @@ def parse_sample_annotation_reply(reply: str, targets: Mapping[str, Sequence[str
     return out
 
 
-class SampleAnnotator:
+class SampleAnnotator(_BackendAnnotator):
     """R2IF's per-sample annotations written by a model through a generation backend.
 
     backend: any `tooltune.generation` Backend (`name`, `generate(list[GenerationRequest])`).
@@ -432,21 +452,12 @@ class SampleAnnotator:
         max_new_tokens: int = 1024,
         batch_size: int = 32,
     ) -> None:
-        self.backend = backend
-        self.name = f"llm-sample:{getattr(backend, 'name', 'backend')}"
-        self.cache_path = Path(cache_path) if cache_path else None
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self._fallback = RuleAnnotator()
-        self._cache: dict[tuple[str, str], tuple[str, Annotations]] = {}
-        if self.cache_path and self.cache_path.exists():
-            for line in self.cache_path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                    key = (str(rec["id"]), str(rec["annotator"]))
-                    self._cache[key] = (str(rec["fingerprint"]), rec["annotations"])
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue  # a line cut by a crash: that sample is asked again
+        super().__init__(backend, "llm-sample", cache_path, max_new_tokens, batch_size)
+        self._cache: dict[tuple[str, str], tuple[str, Annotations]] = {
+            (str(rec["id"]), str(rec["annotator"])): (str(rec["fingerprint"]), rec["annotations"])
+            for rec in self._cache_records()
+            if {"id", "annotator", "fingerprint", "annotations"} <= rec.keys()
+        }
 
     @staticmethod
     def fingerprint(prompt: str) -> str:
