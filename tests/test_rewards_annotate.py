@@ -10,15 +10,17 @@ from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.generation import ScriptedBackend
 from tooltune.rewards.annotate import (
     META_KEY,
-    NO_MODIFY,
-    NO_SPEC,
     LLMAnnotator,
     RuleAnnotator,
-    SampleAnnotator,
     annotate_samples,
     parse_annotation_reply,
-    parse_sample_annotation_reply,
     rule_modification,
+)
+from tooltune.rewards.annotate_sample import (
+    NO_MODIFY,
+    NO_SPEC,
+    SampleAnnotator,
+    parse_sample_annotation_reply,
     sample_annotation_prompt,
     sample_targets,
 )
