@@ -45,29 +45,46 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from tooltune.parsing.blocks import (
+    CALLS,
+    Tags,
+    _Bad,
+    _last_block,
+    _normalize_ws,
+    _one_block,
+)
+from tooltune.parsing.blocks import (
+    REASON as _REASON,
+)
+from tooltune.parsing.blocks import (
+    RESPONSE as _RESPONSE,
+)
+from tooltune.parsing.blocks import (
+    THINK as _THINK,
+)
+from tooltune.parsing.blocks import (
+    TOOL as _TOOL,
+)
+from tooltune.parsing.blocks import (
+    TOOL_CALL as _TOOL_CALL,
+)
 from tooltune.parsing.json_calls import (
     LENIENT,
     ORIGINAL,
     STRICT,
     decode_json_calls,
-    decode_json_lines,
     json_call_names,
     strip_fence,
 )
 from tooltune.parsing.limits import MAX_CALLS
 from tooltune.parsing.python_calls import python_calls_with_error
+from tooltune.parsing.toolrl import decode_toolrl
 from tooltune.schema import Parsed, ToolCall
 
 MODES = ("strict", "substring")
-CALLS = "calls"
-"""Decode mode of `parse_calls`: only the calls, no format term."""
-
 R2IF_REJECTION = "None of function can be used"
 """The fixed text an R2IF answer puts inside <tool> when no function should be called: the R2IF paper's
 exact wording (kept as written there, so that answers trained on its data and prompts parse)."""
-
-Tags = tuple[str, str]
-
 
 class Parts(NamedTuple):
     """A completion's format split into its halves (the fine-grained reward's terms).
@@ -135,46 +152,6 @@ class Grammar:
             return json_call_names(content)
         calls = self.decode(text, CALLS).calls
         return None if calls is None else [c.name for c in calls]
-
-
-class _Bad(NamedTuple):
-    """Why a half of the format fails; count errors (stage 0) are reported before placement errors."""
-
-    stage: int
-    why: str
-
-
-def _one_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | _Bad:
-    """(start, end) of the single block's content, or why there is not exactly one."""
-    n_open, n_close = text.count(open_tag), text.count(close_tag)
-    if n_open != 1 or n_close != 1:
-        found = f"found {n_open} {open_tag} and {n_close} {close_tag}"
-        return _Bad(0, f"expected one {open_tag}…{close_tag} block, {found}")
-    start = text.find(open_tag) + len(open_tag)
-    end = text.find(close_tag)
-    if end < start:
-        return _Bad(1, f"{close_tag} comes before {open_tag}")
-    return start, end
-
-
-def _last_block(text: str, open_tag: str, close_tag: str) -> tuple[int, int] | None:
-    """Content extent of the last block found scanning left to right, each block ending at the first
-    closing tag after its opening tag (the last match of the regex `open(.*?)close`, in linear time):
-    a stray closing tag after a block does not move it, and an opening tag inside a block stays part
-    of that block's content."""
-    last, pos = None, 0
-    while True:
-        start = text.find(open_tag, pos)
-        if start < 0:
-            return last
-        end = text.find(close_tag, start + len(open_tag))
-        if end < 0:
-            return last
-        last, pos = (start + len(open_tag), end), end + len(close_tag)
-
-
-def _normalize_ws(s: str) -> str:
-    return " ".join(s.split())
 
 
 BlockDecoder = Callable[[str, str], tuple[list[ToolCall] | None, str | None, bool]]
@@ -277,13 +254,6 @@ class _TwoBlocks:
         return Parts(isinstance(self.original_reasoning(text), str), self.original_call(text)[0])
 
 
-_THINK: Tags = ("<think>", "</think>")
-_TOOL_CALL: Tags = ("<tool_call>", "</tool_call>")
-_REASON: Tags = ("<reason>", "</reason>")
-_TOOL: Tags = ("<tool>", "</tool>")
-_RESPONSE: Tags = ("<response>", "</response>")
-
-
 def _tool_n1_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | None, bool]:
     calls, err = decode_json_calls(block, rules)
     return calls, err, False
@@ -303,105 +273,6 @@ def _r2if_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | No
 
 _TOOL_N1 = _TwoBlocks(_THINK, _TOOL_CALL, _tool_n1_block)
 _R2IF = _TwoBlocks(_REASON, _TOOL, _r2if_block)
-
-
-# --- toolrl -----------------------------------------------------------------------------------------
-
-
-def _toolrl_block(text: str) -> tuple[int, int] | None:
-    """The block ToolRL reads: both call tags somewhere in the text, then from the first opening tag to
-    the next call tag of either kind (to the end of the text when none follows)."""
-    open_, close = _TOOL_CALL
-    if open_ not in text or close not in text:
-        return None
-    start = text.find(open_) + len(open_)
-    ends = [e for e in (text.find(open_, start), text.find(close, start)) if e >= 0]
-    return start, min(ends) if ends else len(text)
-
-
-def _toolrl_calls(text: str) -> tuple[list[ToolCall] | None, str | None]:
-    """The calls of ToolRL's block; [] when the text has no call tag at all (an answer in words)."""
-    if _TOOL_CALL[0] not in text:
-        return [], None
-    block = _toolrl_block(text)
-    if block is None:
-        return None, f"no {_TOOL_CALL[1]} to close {_TOOL_CALL[0]}"
-    return decode_json_lines(text[block[0] : block[1]])
-
-
-def _sep_ok(seg: str, strict: bool) -> bool:
-    """ToolRL's separator between blocks: one newline (`strict`), or any whitespace."""
-    return seg == "\n" if strict else not seg.strip()
-
-
-def _toolrl_reasoning(s: str, p: int, strict: bool) -> str | _Bad:
-    """The reasoning of stripped text `s` whose next block starts at `p`: `s` starts with ``<think>``
-    and the last ``</think>`` before `p` is followed by the separator alone."""
-    (t_open, t_close) = _THINK
-    k = s.rfind(t_close, len(t_open), p)
-    if k < 0 or not _sep_ok(s[k + len(t_close) : p], strict):
-        return _Bad(1, f"{t_close} and a newline must come right before {s[p : s.find('>', p) + 1]}")
-    return s[len(t_open) : k].strip()
-
-
-def _toolrl_response_ok(s: str, rest: str) -> bool:
-    """`rest`, the end of stripped text `s`, is the one response block of `s`."""
-    a_open, a_close = _RESPONSE
-    return (
-        rest.startswith(a_open)
-        and rest.endswith(a_close)
-        and len(rest) >= len(a_open) + len(a_close)
-        and s.count(a_open) == 1
-        and s.count(a_close) == 1
-    )
-
-
-def _toolrl_shape(text: str, mode: str) -> str | _Bad:
-    """ToolRL's format rule on the stripped text (its regular expressions, checked in linear time):
-    ``<think>R</think>`` then ``\\n<tool_call>\\n…\\n</tool_call>`` optionally followed by
-    ``\\n<response>…</response>``, or ``\\n<response>…</response>`` alone, or nothing; call and response
-    tags exactly once each when present. ``substring`` accepts any whitespace where ``strict`` wants one
-    newline. Returns the reasoning or why the format fails."""
-    s = text.strip()
-    strict = mode == "strict"
-    (t_open, t_close), (c_open, c_close), (a_open, a_close) = _THINK, _TOOL_CALL, _RESPONSE
-    if not s.startswith(t_open):
-        return _Bad(1, f"the answer must start with {t_open}")
-    i = s.find(c_open)
-    if i >= 0:
-        if s.count(c_open) != 1 or s.count(c_close) != 1:
-            return _Bad(0, f"expected one {c_open} and one {c_close}")
-        j = s.find(c_close)
-        if j < i:
-            return _Bad(1, f"{c_close} comes before {c_open}")
-        inner = s[i + len(c_open) : j]
-        if strict and not (len(inner) >= 2 and inner[0] == "\n" and inner[-1] == "\n"):
-            return _Bad(1, f"the calls must sit on their own lines between {c_open} and {c_close}")
-        rest = s[j + len(c_close) :]
-        if rest:
-            a = rest.find(a_open)
-            if a < 0 or not _sep_ok(rest[:a], strict) or not _toolrl_response_ok(s, rest[a:]):
-                return _Bad(1, f"only a {a_open}…{a_close} block may follow {c_close}")
-        return _toolrl_reasoning(s, i, strict)
-    a = s.find(a_open)
-    if a >= 0:
-        if not _toolrl_response_ok(s, s[a:]):
-            return _Bad(1, f"expected one {a_open}…{a_close} block at the end")
-        return _toolrl_reasoning(s, a, strict)
-    if not s.endswith(t_close) or len(s) < len(t_open) + len(t_close):
-        return _Bad(1, f"an answer without {c_open} or {a_open} is one {t_open}…{t_close} block")
-    return s[len(t_open) : -len(t_close)].strip()
-
-
-def _decode_toolrl(text: str, mode: str) -> Parsed:
-    if mode == CALLS:
-        calls, err = _toolrl_calls(text)
-        return Parsed(None, calls, calls is not None, err)
-    r = _toolrl_shape(text, mode)
-    if isinstance(r, _Bad):
-        return Parsed(None, None, False, r.why)
-    calls, err = _toolrl_calls(text)
-    return Parsed(r, calls, True, err)
 
 
 # --- hermes, python, json ------------------------------------------------------------------------------
@@ -455,7 +326,7 @@ GRAMMARS: dict[str, Grammar] = {
                 continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n"), split=_TOOL_N1.parts),
         Grammar("r2if", _R2IF.decode, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
                 continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}"), split=_R2IF.parts),
-        Grammar("toolrl", _decode_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE),
+        Grammar("toolrl", decode_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE),
         Grammar("hermes", _decode_hermes, _THINK, _TOOL_CALL),
         Grammar("python", _decode_python),
         Grammar("json", _decode_json),
