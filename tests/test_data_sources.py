@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tooltune.data.sources import DataFileError, RecordError, Rejection, get_source
-from tooltune.data.sources.base import as_record_error, iter_file
+from tooltune.data.sources.base import as_record_error
+from tooltune.data.sources.reading import iter_file
 from tooltune.prompts import python_calls
 from tooltune.schema import RecordValueError, Sample, ToolCall
 

@@ -24,12 +24,11 @@ from tooltune.data.sources.base import (
     RecordError,
     Rejection,
     infer_category,
-    iter_with_answers,
     make_sample,
     require_str,
     tools_from_list,
-    unpack_entry,
 )
+from tooltune.data.sources.reading import iter_with_answers, unpack_entry
 from tooltune.parsing import parse_python_calls
 from tooltune.schema import Sample, ToolCall
 

@@ -20,11 +20,11 @@ from tooltune.data.sources.base import (
     RecordError,
     Rejection,
     field_error,
-    iter_input,
     make_sample,
     require_str,
     tools_from_list,
 )
+from tooltune.data.sources.reading import iter_input
 from tooltune.parsing import parse_python_calls
 from tooltune.schema import RecordValueError, Sample, raw_decode_record
 

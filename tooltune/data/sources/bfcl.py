@@ -26,11 +26,10 @@ from tooltune.data.sources.base import (
     RawRecord,
     RecordError,
     Rejection,
-    iter_with_answers,
     make_sample,
     tools_from_list,
-    unpack_entry,
 )
+from tooltune.data.sources.reading import iter_with_answers, unpack_entry
 from tooltune.schema import Sample, ToolCall
 
 NAME = "bfcl"

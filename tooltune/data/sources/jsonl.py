@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tooltune.data.sources.base import Position, RawRecord, RecordError, Rejection, iter_input
+from tooltune.data.sources.base import Position, RawRecord, RecordError, Rejection
+from tooltune.data.sources.reading import iter_input
 from tooltune.schema import Sample, SchemaError
 
 NAME = "jsonl"

@@ -16,13 +16,13 @@ from tooltune.data.sources.base import (
     RecordError,
     Rejection,
     calls_or_error,
-    iter_input,
     load_json_field,
     make_sample,
     record_id,
     require_str,
     tools_from_list,
 )
+from tooltune.data.sources.reading import iter_input
 from tooltune.schema import Sample
 
 NAME = "xlam"

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooltune.data.sources.base import describe, iter_file
+from tooltune.data.sources.base import describe
+from tooltune.data.sources.reading import iter_file
 from tooltune.evaluation.acebench.sandbox import FoodPlatform, MessageApi, Sandbox
 from tooltune.evaluation.bfcl import entry_tools
 from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig
