@@ -502,3 +502,12 @@ def test_eval_refuses_a_mistyped_system_prompt_name(
     line = one_error_line(capsys)
     assert "system_prompt" in line and "bfcl_strong" in line
     assert not (tmp_path / "e" / "verdicts.jsonl").exists()
+
+
+def test_prompt_errors_are_user_errors() -> None:
+    from tooltune.prompts.chat_template import ReasoningHistoryLost
+    from tooltune.prompts.templates import BfclPromptError
+
+    assert cli.is_user_error(ReasoningHistoryLost("controls.keep_reasoning: the chat template drops it"))
+    assert cli.is_user_error(BfclPromptError("bfcl-eval is not installed"))
+    assert not cli.is_user_error(RuntimeError("internal state broken"))

@@ -56,6 +56,8 @@ USER_ERRORS: tuple[tuple[str, str], ...] = (
     ("tooltune.training.report", "MetricsError"),
     ("tooltune.rundir", "RunMismatch"),
     ("tooltune.rundir", "RunFolderBusy"),
+    ("tooltune.prompts.chat_template", "ReasoningHistoryLost"),
+    ("tooltune.prompts.templates", "BfclPromptError"),
 )
 """(module, class) of the tooltune exceptions that mean "the user gave something wrong".
 
