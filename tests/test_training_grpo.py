@@ -7,6 +7,7 @@ which prompts are solved), so the assertions do not depend on what an untrained 
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +245,104 @@ def test_filter_with_max_steps_does_not_stop_early(
     # epochs 2 and 3, beyond the 2 epochs the unfiltered length would have allowed for 6 steps
     assert json.loads((run / "summary.json").read_text())["grpo"]["steps"] == 6
     assert [sorted(set(s)) for s in reward.seen[4:]] == [[6, 7], [6, 7]]
+
+
+def test_filter_with_max_steps_runs_every_step_while_a_prompt_remains(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tooltune.training.runner import train  # deferred: imports trl (seconds)
+
+    LossSpy(monkeypatch)
+    reward = KeyedReward(solved=set(range(7)))
+    cfg = make_config(
+        tiny_model_dir,
+        tmp_path / "one",
+        **{"filter.enabled": True, "grpo.max_steps": 7, "grpo.lr_scheduler": "linear"},
+    )
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    # epoch 1 = 4 steps; then prompt 7 alone, fewer than the 2 prompts of a step: each later epoch is
+    # one step that holds prompt 7 twice (2 groups of N rollouts)
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["grpo"]["steps"] == 7
+    assert reward.seen[4:] == [[7] * 2 * N] * 3
+    assert summary["grpo"]["filter"]["streaks"] == {str(i): 1 for i in range(7)}  # 7 never solved
+    # the linear schedule decays over the 7 steps taken
+    lr = [r["learning_rate"] for r in _metrics(run) if "loss" in r]
+    assert lr == pytest.approx([1e-2 * (1 - s / 7) for s in range(7)])
+    few = [r for r in caplog.records if "fewer than the 2 of a generation batch" in r.getMessage()]
+    assert len(few) == 1 and few[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize(
+    ("over", "planned"),
+    [
+        ({"grpo.max_steps": 6}, "after 4 steps of max_steps 6"),
+        ({"grpo.max_steps": -1, "grpo.epochs": 3}, "after 4 steps at the start of epoch 2 of 3"),
+    ],
+)
+def test_filter_that_skips_every_prompt_stops_with_a_warning(
+    tiny_model_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    over: dict[str, Any],
+    planned: str,
+) -> None:
+    from tooltune.training.runner import train  # deferred: imports trl (seconds)
+
+    LossSpy(monkeypatch)
+    reward = KeyedReward(solved=set(range(8)))
+    cfg = make_config(tiny_model_dir, tmp_path / "all", **{"filter.enabled": True, **over})
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    assert len(reward.seen) == 4  # epoch 1 solves every prompt; epoch 2 has none left
+    stops = [r for r in caplog.records if "skipped every prompt" in r.getMessage()]
+    assert len(stops) == 1 and stops[0].levelno == logging.WARNING and planned in stops[0].getMessage()
+    grpo = json.loads((run / "summary.json").read_text())["grpo"]
+    assert grpo["steps"] == 4 and grpo["stopped_early"] == stops[0].getMessage()
+
+
+def test_filter_reset_after_skip_goes_past_an_epoch_that_skips_every_prompt(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.training.runner import train  # deferred: imports trl (seconds)
+
+    LossSpy(monkeypatch)
+    reward = KeyedReward(solved=set(range(8)))
+    over = {"filter.enabled": True, "filter.reset_after_skip": True, "grpo.max_steps": 6}
+    cfg = make_config(tiny_model_dir, tmp_path / "rs", **over)
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    # epoch 1 solves every prompt, epoch 2 skips them all (and resets their streaks), epoch 3 has them back
+    grpo = json.loads((run / "summary.json").read_text())["grpo"]
+    assert grpo["steps"] == 6 and grpo["stopped_early"] is None
+    assert len(reward.seen) == 6
+
+
+def test_epoch_sampler_is_trls_order_as_a_function_of_seed_and_epoch() -> None:
+    from trl.trainer.utils import RepeatSampler  # deferred: trl takes seconds to import
+
+    from tooltune.training.epochs import EpochRepeatSampler  # deferred: imports torch
+
+    trl = RepeatSampler(list(range(10)), mini_repeat_count=2, batch_size=3, repeat_count=2, seed=7)
+    trl_epochs = [list(trl) for _ in range(3)]
+    ours = EpochRepeatSampler(10, mini_repeat_count=2, batch_size=3, repeat_count=2, seed=7)
+    for epoch in (2, 0, 1, 2):  # any epoch, in any order: a resumed run starts at its checkpoint's epoch
+        ours.set_epoch(epoch)
+        assert list(ours) == trl_epochs[epoch]
+    assert len(ours) == len(trl) == 3 * 3 * 2 * 2
+
+
+def test_filtered_sampler_repeats_prompts_when_fewer_than_a_batch_remain() -> None:
+    from tooltune.training.epochs import FilteredRepeatSampler  # deferred: imports torch
+
+    s = FilteredRepeatSampler(num_prompts=8, mini_repeat_count=2, batch_size=4, repeat_count=1, seed=0)
+    s.set_prompts(3, [6, 1, 4])
+    got = list(s)
+    assert len(got) == len(s) == 4 * 2  # one batch of 4 prompts: the 3 left, the first of them again
+    prompts = got[::2]
+    assert sorted(prompts[:3]) == [1, 4, 6] and prompts[3] == prompts[0]
+    assert list(s) == got
+    s.set_prompts(4, [])
+    assert list(s) == [] and len(s) == 0
 
 
 def test_missing_ground_truth_stops_before_loading(tmp_path: Path) -> None:

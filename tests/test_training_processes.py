@@ -1,4 +1,5 @@
-"""Training in other processes: SIGKILL + `--resume`, and two CPU processes (torchrun, gloo)."""
+"""Resume (SIGKILL + `--resume` in another process; an interrupted run resumed at and after an epoch
+boundary) and training in two CPU processes (torchrun, gloo)."""
 
 from __future__ import annotations
 
@@ -145,6 +146,72 @@ def test_sigkill_then_resume_loses_and_repeats_nothing(tiny_model_dir: Path, tmp
         final["streaks"]
         == json.loads((tmp_path / "ref" / "summary.json").read_text())["grpo"]["filter"]["streaks"]
     )
+
+
+class _Crash(Exception):
+    """Stands for a crash right after a checkpoint was written."""
+
+
+# per-step records compared between a resumed and an uninterrupted run
+COMPARED = ("reward", "loss", "grad_norm", "learning_rate", "completions/mean_length")
+
+
+@pytest.mark.parametrize(
+    ("filtering", "checkpoint"),
+    [
+        (False, 4),  # the end of epoch 1 (8 prompts, 2 per step)
+        (False, 6),  # inside epoch 2
+        (True, 4),  # the end of epoch 1 (8 prompts)
+        (True, 6),  # the end of epoch 2 (the 4 unsolved prompts)
+    ],
+)
+def test_resumed_run_replays_the_uninterrupted_run(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filtering: bool, checkpoint: int
+) -> None:
+    from transformers import TrainerCallback  # deferred: transformers takes seconds to import
+
+    from tooltune.training.grpo import ToolTuneGRPOTrainer  # deferred: imports trl (seconds)
+    from tooltune.training.runner import train  # deferred: imports trl (seconds)
+
+    over = {"filter.enabled": filtering, "grpo.max_steps": 8, "run.save_steps": checkpoint}
+    ref_reward = KeyedReward({0, 2, 4, 6})
+    ref = train(
+        make_config(tiny_model_dir, tmp_path / "ref", **over),
+        reward_funcs=[ref_reward],
+        train_rows=make_rows(8),
+    )
+
+    class CrashAfterCheckpoint(TrainerCallback):
+        def on_save(self, args: object, state: object, control: object, **kw: object) -> None:
+            if state.global_step == checkpoint:
+                raise _Crash
+
+    init = ToolTuneGRPOTrainer.__init__
+
+    def crashing_init(self: ToolTuneGRPOTrainer, *a: object, **k: object) -> None:
+        init(self, *a, **k)
+        self.add_callback(CrashAfterCheckpoint())
+
+    cfg = make_config(tiny_model_dir, tmp_path / "run", **over)
+    with monkeypatch.context() as m, pytest.raises(_Crash):
+        m.setattr(ToolTuneGRPOTrainer, "__init__", crashing_init)
+        train(cfg, reward_funcs=[KeyedReward({0, 2, 4, 6})], train_rows=make_rows(8))
+    reward = KeyedReward({0, 2, 4, 6})
+    run = train(cfg, resume=True, reward_funcs=[reward], train_rows=make_rows(8))
+
+    assert json.loads((run / "summary.json").read_text())["grpo"]["resumed_from"].endswith(f"-{checkpoint}")
+    assert reward.seen == ref_reward.seen[checkpoint:]  # the same prompts, step by step
+    records = [_step_records(r) for r in (ref, run)]
+    assert [r["step"] for r in records[1]] == list(range(1, 9))
+    # rollouts (sampled from the restored RNG state), rewards, losses and the schedule: step for step
+    assert [{k: r.get(k) for k in COMPARED} for r in records[1][checkpoint:]] == [
+        {k: r.get(k) for k in COMPARED} for r in records[0][checkpoint:]
+    ]
+
+
+def _step_records(run: Path) -> list[dict]:
+    recs = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    return [r for r in recs if r["stage"] == "grpo" and "loss" in r]
 
 
 def test_incomplete_checkpoint_is_not_resumed_from(tmp_path: Path) -> None:

@@ -127,6 +127,15 @@ def test_prompt_filter_k1_reset_after_skip_and_state_roundtrip() -> None:
     assert h.streaks == {5: 1} and h.kept([5, 6]) == [6]
 
 
+def test_prompt_filter_counts_repeated_groups_of_one_batch_once() -> None:
+    # A batch that repeats its prompts (fewer left than it holds) is one epoch's evidence per prompt.
+    f = PromptFilter(k=2)
+    assert f.update([4, 4, 4, 4], [1.0, 1.0, 1.0, 1.0], group_size=2) == 2
+    assert f.streaks == {4: 1} and f.kept([4]) == [4]  # one solved epoch, not two
+    f.update([4, 4, 4, 4], [1.0, 1.0, 1.0, 0.0], group_size=2)
+    assert f.streaks == {4: 0}  # one unsolved group: the prompt was not solved that epoch
+
+
 def test_prompt_filter_rejects_mixed_groups() -> None:
     with pytest.raises(ValueError, match="mix prompts"):
         PromptFilter().update([1, 2], [1.0, 1.0], group_size=2)

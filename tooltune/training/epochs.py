@@ -1,25 +1,33 @@
-"""Epochs that shrink: a per-epoch prompt subset sampler and a learning-rate shape by training progress.
+"""Epochs that shrink: per-epoch samplers with a replayable order and a learning-rate shape by progress.
 
 With online pre-rollout filtering an epoch covers only the prompts not yet skipped, so the number of
 optimizer steps per epoch falls as training goes on. The LR schedule is therefore a function of
 progress through the planned epochs (epoch index + fraction of the current, shrunken epoch), which
 ends exactly at the last step whatever the filter removed.
+
+Both samplers compute an epoch's order from (seed, epoch) when the epoch starts, so there is no sampler
+state for a checkpoint to miss: a resumed run, mid-epoch or at an epoch boundary, replays the order of
+the uninterrupted run.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from torch.utils.data import Sampler
 
 
-class FilteredRepeatSampler(Sampler):
-    """TRL's RepeatSampler over a prompt subset that is frozen per epoch.
+class EpochRepeatSampler(Sampler):
+    """TRL's RepeatSampler (each prompt `mini_repeat_count` times in a row, each batch of `batch_size`
+    prompts `repeat_count` times, the incomplete last batch dropped) with a replayable epoch order.
 
-    The permutation depends only on (seed, epoch), so a resumed run replays the same order and the
-    Trainer's batch skipping lands on the same prompts.
+    TRL's sampler draws one permutation per epoch from a generator that advances from epoch to epoch and
+    is saved nowhere, so a run resumed after epoch 0 would start its epoch from epoch 0's order. Here
+    epoch e's order is the (e + 1)-th permutation drawn from a generator seeded with `seed`, redrawn from
+    the seed when the epoch starts: TRL's own sequence, as a function of (seed, epoch). The trainer (and
+    accelerate's data loader) call `set_epoch` before each epoch.
     """
 
     def __init__(
@@ -38,6 +46,58 @@ class FilteredRepeatSampler(Sampler):
         self.shuffle = shuffle
         self.seed = seed
         self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def epoch_order(self) -> list[int]:
+        if not self.shuffle:
+            return list(range(self.num_prompts))
+        g = torch.Generator()
+        g.manual_seed(self.seed)
+        for _ in range(self.epoch):  # the permutations of the earlier epochs, as TRL's generator drew them
+            torch.randperm(self.num_prompts, generator=g)
+        return torch.randperm(self.num_prompts, generator=g).tolist()
+
+    def batches(self) -> list[list[int]]:
+        """This epoch's prompt batches, in order."""
+        order = self.epoch_order()
+        usable = len(order) // self.batch_size * self.batch_size
+        return [order[start : start + self.batch_size] for start in range(0, usable, self.batch_size)]
+
+    def num_batches(self) -> int:
+        return self.num_prompts // self.batch_size
+
+    def __iter__(self) -> Iterator[int]:
+        for batch in self.batches():
+            for _ in range(self.repeat_count):
+                for index in batch:
+                    for _ in range(self.mini_repeat_count):
+                        yield index
+
+    def __len__(self) -> int:
+        return self.num_batches() * self.batch_size * self.mini_repeat_count * self.repeat_count
+
+
+class FilteredRepeatSampler(EpochRepeatSampler):
+    """An `EpochRepeatSampler` over a prompt subset that is frozen per epoch (`set_prompts`).
+
+    The permutation of the subset depends only on (seed, epoch). As in TRL, prompts that do not fill a
+    last batch wait for a later epoch's order; but when fewer prompts are left than one batch holds,
+    the epoch is one batch that repeats them (cycling through the permutation), so training goes on as
+    long as any prompt is left. An empty subset gives an empty epoch.
+    """
+
+    def __init__(
+        self,
+        num_prompts: int,
+        mini_repeat_count: int,
+        batch_size: int,
+        repeat_count: int,
+        shuffle: bool = True,
+        seed: int = 0,
+    ) -> None:
+        super().__init__(num_prompts, mini_repeat_count, batch_size, repeat_count, shuffle, seed)
         self.indices: list[int] = list(range(num_prompts))
 
     def set_prompts(self, epoch: int, indices: list[int]) -> None:
@@ -50,19 +110,16 @@ class FilteredRepeatSampler(Sampler):
         g.manual_seed(self.seed * 100_003 + self.epoch)
         return [self.indices[i] for i in torch.randperm(len(self.indices), generator=g).tolist()]
 
-    def __iter__(self):
-        order = self.epoch_order()
-        usable = len(order) // self.batch_size * self.batch_size
-        for start in range(0, usable, self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            for _ in range(self.repeat_count):
-                for index in chunk:
-                    for _ in range(self.mini_repeat_count):
-                        yield index
+    def batches(self) -> list[list[int]]:
+        if 0 < len(self.indices) < self.batch_size:
+            order = self.epoch_order()
+            return [[order[i % len(order)] for i in range(self.batch_size)]]
+        return super().batches()
 
-    def __len__(self) -> int:
-        usable = len(self.indices) // self.batch_size * self.batch_size
-        return usable * self.mini_repeat_count * self.repeat_count
+    def num_batches(self) -> int:
+        if 0 < len(self.indices) < self.batch_size:
+            return 1
+        return len(self.indices) // self.batch_size
 
 
 def progress_schedule(kind: str, warmup: float = 0.0) -> Callable[[float], float]:

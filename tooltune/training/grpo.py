@@ -2,8 +2,9 @@
 
 The subclass touches TRL only at these hooks (TRL 1.16.0):
 
-- `_get_train_sampler`: a `FilteredRepeatSampler` whose prompt set is frozen at each epoch start from
-  the filter streaks (efficiency paper Eq. 4-6).
+- `_get_train_sampler`: TRL's RepeatSampler order drawn from (seed, epoch) alone (`EpochRepeatSampler`),
+  so a resumed run replays it; with filtering a `FilteredRepeatSampler` whose prompt set is frozen at
+  each epoch start from the filter streaks (efficiency paper Eq. 4-6).
 - `_calculate_rewards`: after TRL gathers the rewards of all processes, the prompt-index column is
   gathered the same way and every rank updates identical streaks.
 - `_generate_and_score_completions`: TRL builds the batch with the reference pass deferred (beta is
@@ -11,7 +12,9 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
   advantages and `num_items_in_batch`, and run the reference model on the kept rows only.
 - `_run_epoch` / `_init_training_state` / `set_initial_training_values` / `create_scheduler`: the
   Trainer sizes epochs once from the unfiltered dataset; these wrappers re-size each epoch after the
-  filter shrank it, resume inside a shrunken epoch, and drive the LR schedule by epoch progress.
+  filter shrank it (with `max_steps`, epochs follow until that many steps are done), stop the run when
+  the filter has skipped every prompt, resume inside a shrunken epoch or at the start of the next one,
+  and drive the LR schedule by progress (steps of `max_steps`, or shrunken epochs).
 
 Advantages after down-sampling (`downsample.advantage`): "kept" (default) recomputes the group mean
 and std over the m kept rollouts, as PODS (Xu et al. 2025) does. Selection is by reward, so the n-way
@@ -36,7 +39,7 @@ from torch.utils.data import Sampler
 from trl import GRPOTrainer
 
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
-from tooltune.training.epochs import FilteredRepeatSampler, progress_schedule
+from tooltune.training.epochs import EpochRepeatSampler, FilteredRepeatSampler, progress_schedule
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
 
 logger = logging.getLogger(__name__)
@@ -49,7 +52,9 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
 
     Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
     per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
-    `region_fn` (completion ids -> region codes for the entropy split, or None).
+    `region_fn` (completion ids -> region codes for the entropy split, or None). After `train()`,
+    `tt_stop_reason` says why training ended before its planned end (the filter skipped every prompt),
+    or is None.
     """
 
     def __init__(
@@ -75,6 +80,9 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
             "prompts_skipped": 0,
         }
         self._tt_last: tuple[torch.Tensor, list[int]] | None = None
+        self._tt_sampler: EpochRepeatSampler | None = None
+        self._tt_few_warned = False
+        self.tt_stop_reason: str | None = None  # why training ended before its planned end, else None
         self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
         self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
         super().__init__(*args, **kwargs)
@@ -91,10 +99,9 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
 
     # ---------------------------------------------------------------- sampler and epoch sizing
     def _get_train_sampler(self, dataset: Any = None) -> Sampler:
-        if self.tt_filter is None:
-            return super()._get_train_sampler(dataset)
         dataset = self.train_dataset if dataset is None else dataset
-        self._tt_sampler = FilteredRepeatSampler(
+        sampler = EpochRepeatSampler if self.tt_filter is None else FilteredRepeatSampler
+        self._tt_sampler = sampler(
             len(dataset),
             self.num_generations,
             self.args.generation_batch_size // self.num_generations,
@@ -127,6 +134,10 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
             if self.tt_filter is not None:
                 st = self.tt_epoch_state
                 done = self.state.global_step - st["epoch_start_step"]
+                if done >= st["epoch_steps"]:
+                    # The checkpoint closed its epoch: start the next one afresh (its prompt subset drawn
+                    # from the restored streaks); the Trainer restores the RNG state at an epoch start.
+                    return st["epoch"] + 1, 0
                 return st["epoch"], done * self.args.gradient_accumulation_steps
         return epochs, steps_in
 
@@ -141,6 +152,12 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
     ) -> Any:
         if self.tt_filter is not None:
             steps_in_epoch, num_update_steps_per_epoch = self._tt_start_epoch(epoch, train_dataloader, kwargs)
+            if steps_in_epoch == 0:  # every prompt skipped this epoch
+                if self.tt_stop_reason is not None:
+                    self.control.should_training_stop = True
+                return None
+        elif self._tt_sampler is not None:
+            self._tt_sampler.set_epoch(epoch)
         return super()._run_epoch(
             model=model,
             epoch=epoch,
@@ -167,6 +184,24 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
                 "epoch %d: %d of %d prompts kept by pre-rollout filtering", epoch, len(kept), len(everything)
             )
         self._tt_sampler.set_prompts(epoch, st["indices"])
+        if not st["indices"]:
+            st["epoch_steps"] = 0
+            if self.tt_filter.reset_after_skip:  # the skipped prompts return next epoch
+                logger.warning(
+                    "epoch %d: pre-rollout filtering skipped every prompt; they return next epoch", epoch
+                )
+            else:
+                self._tt_stop_all_skipped(epoch)
+            return 0, 0
+        per_batch = self._tt_sampler.batch_size
+        if len(st["indices"]) < per_batch and not self._tt_few_warned:
+            self._tt_few_warned = True
+            logger.warning(
+                "pre-rollout filtering left %d prompt(s), fewer than the %d of a generation batch: "
+                "each batch repeats them",
+                len(st["indices"]),
+                per_batch,
+            )
         steps_in_epoch = len(train_dataloader)  # the sampler's length follows the frozen subset
         ga = self.args.gradient_accumulation_steps
         num_update_steps_per_epoch = steps_in_epoch // ga + int(steps_in_epoch % ga > 0)
@@ -176,6 +211,21 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
             remaining = math.ceil(self._tt_num_epochs) - epoch
             self.state.max_steps = st["epoch_start_step"] + num_update_steps_per_epoch * remaining
         return steps_in_epoch, num_update_steps_per_epoch
+
+    def _tt_stop_all_skipped(self, epoch: int) -> None:
+        """End training: the filter skips every prompt, so no epoch can hold a step any more."""
+        f = self.tt_filter
+        planned = (
+            f"of max_steps {self.args.max_steps}"
+            if self.args.max_steps > 0
+            else f"at the start of epoch {epoch + 1} of {math.ceil(self.args.num_train_epochs)}"
+        )
+        self.tt_stop_reason = (
+            f"pre-rollout filtering skipped every prompt (all {len(self.train_dataset)} reached "
+            f"max_reward {f.max_reward} in {f.k} consecutive epoch(s)): training stopped after "
+            f"{self.state.global_step} steps {planned}"
+        )
+        logger.warning("%s", self.tt_stop_reason)
 
     def create_scheduler(self, num_training_steps: int, optimizer: Any = None) -> Any:
         if self.tt_filter is None or self.args.lr_scheduler_type not in (

@@ -223,7 +223,8 @@ def _train(
         val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
     val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
     run_dir.mkdir(parents=True, exist_ok=True)
-    dump_config(cfg, run_dir / "config.yaml")
+    if _is_main():  # only the main process writes run files: its run.json comes first
+        dump_config(cfg, run_dir / "config.yaml")
     metrics = run_dir / "metrics.jsonl"
     cpu = on_cpu(cfg)
     model_path = cfg.model.name_or_path
@@ -398,4 +399,5 @@ def _grpo_stage(
         "resumed_from": ckpt,
         "heldout_exact_match": heldout.history,
         "filter": trainer.tt_filter.state_dict() if trainer.tt_filter else None,
+        "stopped_early": trainer.tt_stop_reason,
     }

@@ -171,21 +171,27 @@ class PromptFilter:
     skipped_total: int = 0
 
     def update(self, prompt_indices: Sequence[int], rewards: Sequence[float], group_size: int) -> int:
-        """Update streaks from consecutive groups of `group_size` rollouts; returns groups seen."""
+        """Update streaks from consecutive groups of `group_size` rollouts; returns groups seen.
+
+        Several groups of one prompt in one call (a batch that repeats its prompts because fewer are
+        left than it holds) are one epoch's evidence: the prompt counts as solved once, if all its
+        rollouts are.
+        """
         if len(prompt_indices) != len(rewards) or len(rewards) % group_size:
             raise ValueError("prompt_indices and rewards must have equal length, a multiple of group_size")
-        groups = 0
+        solved: dict[int, bool] = {}
         for start in range(0, len(rewards), group_size):
             ids = set(int(p) for p in prompt_indices[start : start + group_size])
             if len(ids) != 1:
                 raise ValueError(f"rollouts {start}..{start + group_size - 1} mix prompts {sorted(ids)}")
             idx = ids.pop()
-            solved = all(
+            group_solved = all(
                 r == r and r >= self.max_reward - self.tol for r in rewards[start : start + group_size]
             )
-            self.streaks[idx] = self.streaks.get(idx, 0) + 1 if solved else 0
-            groups += 1
-        return groups
+            solved[idx] = solved.get(idx, True) and group_solved
+        for idx, ok in solved.items():
+            self.streaks[idx] = self.streaks.get(idx, 0) + 1 if ok else 0
+        return len(rewards) // group_size
 
     def kept(self, indices: Iterable[int]) -> list[int]:
         """Indices that get rollouts this epoch (Eq. 6); call once per epoch start."""
