@@ -475,12 +475,14 @@ def test_report_refuses_an_output_folder_it_cannot_write(
         (["--train.grpo.temperature", "-1"], "train.grpo.temperature: must be > 0, got -1.0"),
         (["--train.reward.components", "{binry: 1}"],
          "train.reward.components: unknown reward 'binry' (did you mean binary?)"),
+        (["--threads", "0"], "threads: must be >= 1, got 0"),
+        (["--stop-after", "sftt"], "--stop-after: 'sftt' is not a stage"),
     ],
 )
 def test_quickstart_refuses_bad_settings_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
 ) -> None:
-    assert run_cli(["quickstart", "--out", tmp_path / "q", *flags]) != 0
+    assert run_cli(["quickstart", "--out", tmp_path / "q", *flags]) == 2
     assert message in one_error_line(capsys)
     assert not (tmp_path / "q").exists()
 

@@ -255,3 +255,13 @@ def test_efficiency_mini_is_a_seconds_long_smoke_test() -> None:
     assert mod.parse_args(["--mini", "--budget-s", "30"]).budget_s == 30.0
     with pytest.raises(SystemExit):
         mod.parse_args(["--budget-s", "0"])
+
+
+def test_one_process_writes_a_quickstart_folder(tmp_path) -> None:
+    from test_rundir import lock_holder
+
+    from tooltune.quickstart.run import Pipeline
+    from tooltune.rundir import RunFolderBusy
+
+    with lock_holder(tmp_path / "q"), pytest.raises(RunFolderBusy, match="in use by another run"):
+        Pipeline(tmp_path / "q", load_config(MINI, {"threads": 1}))
