@@ -47,3 +47,30 @@ def test_a_second_writer_is_refused(tmp_path: Path, tiny_model_dir: Path) -> Non
     out = tmp_path / "busy"
     with lock_holder(out), pytest.raises(RunFolderBusy, match="in use by another run"):
         train(make_config(tiny_model_dir, out), reward_funcs=[KeyedReward(set())], train_rows=make_rows(8))
+
+
+def test_prompts_keeping_reasoning_a_chat_template_drops_are_refused(tmp_path: Path,
+                                                                     tiny_model_dir: Path) -> None:
+    import shutil
+
+    from test_prompts import QWEN3_LIKE
+    from transformers import AutoTokenizer
+
+    from tooltune.prompts.chat_template import ReasoningHistoryLost
+
+    model = tmp_path / "qwen3_like"
+    shutil.copytree(tiny_model_dir, model)
+    tok = AutoTokenizer.from_pretrained(model)
+    tok.chat_template = QWEN3_LIKE
+    tok.save_pretrained(model)
+    rows = make_rows(8)
+    for r in rows:  # an earlier turn with its reasoning, as native history renders it
+        r["prompt"] = [{"role": "user", "content": "first"},
+                       {"role": "assistant", "content": '<think>why</think>\n<tool_call>\n[]\n</tool_call>'},
+                       *r["prompt"]]
+    with pytest.raises(ReasoningHistoryLost, match="data.keep_reasoning"):
+        train(make_config(model, tmp_path / "kept"), reward_funcs=[KeyedReward(set())], train_rows=rows)
+    assert not (tmp_path / "kept" / "metrics.jsonl").exists()
+    run = train(make_config(model, tmp_path / "dropped", **{"data.keep_reasoning": False}),
+                reward_funcs=[KeyedReward(set())], train_rows=rows)
+    assert (run / "final").is_dir()

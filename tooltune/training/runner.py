@@ -32,6 +32,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
 from tooltune.models import load_model_and_tokenizer
+from tooltune.prompts import check_history_reasoning
 from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.training.config import (
@@ -282,6 +283,16 @@ def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+def _check_reasoning_history(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
+    """Refuse prompts that keep earlier reasoning (data.keep_reasoning, native history) when the model's
+    chat template drops it, as Qwen3's does: the model would train on none of it (before any step)."""
+    if any(m.get("role") == "assistant" for r in rows for m in r.get("prompt") or ()):
+        d = cfg.data
+        check_history_reasoning(
+            tokenizer, d.template, d.keep_reasoning, d.history, where="data.keep_reasoning"
+        )
+
+
 def _sft_stage(
     cfg: TrainConfig, rows: list[dict], run_dir: Path, metrics: Path, cpu: bool, resume: bool, summary: dict
 ) -> str:
@@ -298,6 +309,7 @@ def _sft_stage(
             )
         ckpt = last_complete_checkpoint(run_dir / "sft", (SFT_STATE,)) if resume else None
         model, tok = _load(cfg, ckpt or cfg.model.name_or_path, cpu)
+        _check_reasoning_history(cfg, tok, rows)
         loop = SFTLoop.from_config(cfg, model, tok, srows, "cpu" if cpu else "cuda")
         if ckpt:
             loop.restore(ckpt)
@@ -306,6 +318,7 @@ def _sft_stage(
         summary["sft"] = run_sft_torch(cfg, loop, run_dir / "sft", metrics)
     else:
         model, tok = _load(cfg, cfg.model.name_or_path, cpu)
+        _check_reasoning_history(cfg, tok, rows)
         ckpt = last_complete_checkpoint(run_dir / "sft") if resume else None
         truncate_metrics(metrics, "sft", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
         trainer = run_sft_trl(
@@ -358,6 +371,7 @@ def _grpo_stage(
     from datasets import Dataset  # deferred: heavy
 
     model, tok = _load(cfg, model_path, cpu)
+    _check_reasoning_history(cfg, tok, rows)
     rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
     summary["prompts_dropped_too_long"] = dropped
     out_dir = run_dir / "grpo"
