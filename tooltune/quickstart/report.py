@@ -226,11 +226,14 @@ def plots(out: Path, results: dict[str, dict[str, Any]]) -> list[str]:
     fig, ax = plt.subplots(figsize=(5, 3.2))
     if "sft" in results:
         sft = results["sft"]["curve"]
-        ax.plot([c["step"] for c in sft], [c["val_accuracy"] for c in sft], label="SFT (validation)")
+        # markers: the warm start is often chosen at the first check, a curve of one point
+        steps, accuracy = [c["step"] for c in sft], [c["val_accuracy"] for c in sft]
+        ax.plot(steps, accuracy, marker="o", label="SFT (validation)")
     step0 = results["sft"]["chosen_step"] if "sft" in results else 0
     ax.plot(
         [step0 + c["step"] for c in g["curve"]],
         [c["accuracy"] for c in g["curve"]],
+        marker=".",
         label="GRPO (validation)",
     )
     ax.set_xlabel("step (SFT steps, then GRPO steps)")
