@@ -249,3 +249,41 @@ def test_through_distributed_data_parallel(tiny_model_dir: Path, tmp_path: Path,
         _assert_same_grads(plain, grads, ref_grads)
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {},  # one micro-batch per step
+        {"grpo.per_device_batch_size": 4},  # gradient accumulation over two micro-batches
+        {"downsample.enabled": True, "downsample.m": 2},  # down-sampled groups still share their prompt
+    ],
+    ids=["one_micro_batch", "accumulation", "downsampling"],
+)
+def test_trainer_step_with_shared_prefix_equals_the_ordinary_step(
+    tiny_model_dir: Path, tmp_path: Path, setting: dict
+) -> None:
+    import json
+
+    from safetensors.torch import load_file
+    from test_training_grpo import KeyedReward, make_config, make_rows
+
+    from tooltune.training.runner import train
+
+    runs = {}
+    for shared in (False, True):
+        cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{
+            "grpo.max_steps": 1, "grpo.learning_rate": 1e-3, "grpo.shared_prefix": shared, **setting})
+        runs[shared] = train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(8))
+    before = load_file(str(tiny_model_dir / "model.safetensors"))
+    off = load_file(str(runs[False] / "final" / "model.safetensors"))
+    on = load_file(str(runs[True] / "final" / "model.safetensors"))
+    assert any(not torch.equal(before[k], off[k]) for k in off)  # the step changed the weights
+    for k in off:  # Adam's first step is about lr × sign(gradient): equal gradients, equal updates
+        torch.testing.assert_close(on[k], off[k], atol=1e-6, rtol=0)
+    losses = {s: [json.loads(x)["loss"] for x in (r / "metrics.jsonl").read_text().splitlines()
+                  if '"loss"' in x] for s, r in runs.items()}
+    assert losses[True] == pytest.approx(losses[False], abs=1e-6)
+    shares = [json.loads(x).get("tooltune/prompt_rows_share") for x in
+              (runs[True] / "metrics.jsonl").read_text().splitlines()]
+    assert any(s is not None and s < 1 for s in shares)  # prompts were actually shared

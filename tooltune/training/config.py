@@ -143,6 +143,12 @@ class GRPOSection:
     entropy_coef: float = option(0.0, "Entropy bonus coefficient.")
     num_iterations: int = option(1, "Policy updates per generation batch (mu).", min=1)
     mask_truncated_completions: bool = option(False, "Exclude truncated rollouts from the loss.")
+    shared_prefix: bool = option(
+        False,
+        "Policy update: run each group's shared prompt once (its KV cache, with gradients) instead of once "
+        "per rollout; equal log-probs and gradients; needs run.gradient_checkpointing false to share in the "
+        "update itself.",
+    )
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
     vllm_server_base_url: str = option("", "vLLM server URL for vllm_mode=server (trl vllm-serve).")

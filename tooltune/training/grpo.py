@@ -37,10 +37,12 @@ from typing import Any
 import torch
 from torch.utils.data import Sampler
 from trl import GRPOTrainer
+from trl.trainer.utils import split_tensor_dict
 
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.epochs import EpochRepeatSampler, FilteredRepeatSampler, progress_schedule
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
+from tooltune.training.shared_prefix import grouped_logps, shuffle_groups
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +67,11 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         drop_zero_variance: bool = False,
         advantage_mode: str = "kept",
         region_fn: Any = None,
+        shared_prefix: bool = False,
         **kwargs: Any,
     ) -> None:
         self.tt_filter = prompt_filter
+        self.tt_shared_prefix = shared_prefix
         self.tt_downsample_m = downsample_m
         self.tt_drop_zero = drop_zero_variance
         self.tt_adv_mode = advantage_mode
@@ -86,6 +90,12 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
         self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
         super().__init__(*args, **kwargs)
+        if self.tt_shared_prefix and self.args.gradient_checkpointing:
+            logger.warning(
+                "grpo.shared_prefix: gradient checkpointing is on, so the policy update runs every rollout's "
+                "prompt (transformers drops the KV cache in checkpointed layers); old and reference "
+                "log-probs still share prompts"
+            )
         m = self.tt_downsample_m
         self.tt_selecting = (m is not None and m < self.num_generations) or self.tt_drop_zero
         if self.tt_selecting and self.multi_objective_aggregation != "sum_then_normalize":
@@ -424,11 +434,72 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
             self._tt_update_acc = self._tt_rollout_acc = 0.0
         return loss
 
-    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> tuple:
-        logps, entropies, aux = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if kwargs.get("compute_entropy") and entropies is not None:
+    # ---------------------------------------------------------------- shared-prefix log-probs
+    def _prepare_inputs(self, generation_batch: Any) -> Any:
+        if not (self.tt_shared_prefix and self.model.training and self.args.steps_per_generation > 1):
+            return super()._prepare_inputs(generation_batch)
+        # TRL's _prepare_inputs for text batches, with a shuffle that keeps each prompt's rows adjacent so
+        # that the gradient-accumulation micro-batches hold whole groups
+        generate_every = self.args.steps_per_generation * self.num_iterations
+        if self._step % generate_every == 0 or self._buffered_inputs is None:
+            batch = shuffle_groups(self._generate_and_score_completions(generation_batch))
+            self._buffered_inputs = split_tensor_dict(batch, self.args.steps_per_generation)
+        return self._buffered_inputs[self._step % self.args.steps_per_generation]
+
+    def _get_per_token_logps_and_entropies(
+        self,
+        model: Any,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        logits_to_keep: int,
+        batch_size: int | None = None,
+        compute_entropy: bool = False,
+        compute_aux_loss: bool = False,
+        **extra: Any,
+    ) -> tuple:
+        if self._tt_shares(model, compute_aux_loss, extra):
+            c = logits_to_keep
+            with self.accelerator.autocast():
+                out = grouped_logps(
+                    model,
+                    input_ids[:, :-c],
+                    attention_mask[:, :-c],
+                    input_ids[:, -c:],
+                    attention_mask[:, -c:],
+                    return_entropy=compute_entropy,
+                    fused_lm_head=True,  # TRL patched the policy and reference models with its fused head
+                    batch_size=batch_size,
+                )
+            logps, entropies, aux = out.logps, out.entropy, None
+            if compute_entropy:  # the policy update (the old and reference passes ask for no entropy)
+                mode = "train" if self.model.training else "eval"
+                share = out.prompt_rows / max(1, input_ids.size(0))
+                self._metrics[mode]["tooltune/prompt_rows_share"].append(share)
+        else:
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size=batch_size,
+                compute_entropy=compute_entropy,
+                compute_aux_loss=compute_aux_loss,
+                **extra,
+            )
+        if compute_entropy and entropies is not None:
             self._tt_entropies = entropies.detach()
         return logps, entropies, aux
+
+    def _tt_shares(self, model: Any, compute_aux_loss: bool, extra: dict[str, Any]) -> bool:
+        """Shared-prefix log-probs: text batches (no image or token-type inputs), no MoE aux loss, on the
+        model itself or its DDP wrapper (FSDP and DeepSpeed wrappers take TRL's path)."""
+        if not self.tt_shared_prefix or compute_aux_loss or any(v is not None for v in extra.values()):
+            return False
+        inner = self.accelerator.unwrap_model(model)
+        if model is inner:
+            return True
+        ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel) and model.module is inner
+        return ddp and not self.args.ddp_static_graph  # static_graph hangs on two forwards per backward
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         self._tt_entropies = None

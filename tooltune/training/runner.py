@@ -276,6 +276,7 @@ def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
         "downsample_m": ds.m if ds.enabled else None,
         "drop_zero_variance": ds.enabled and ds.drop_zero_variance,
         "advantage_mode": ds.advantage,
+        "shared_prefix": cfg.grpo.shared_prefix,
     }
 
 
