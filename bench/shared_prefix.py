@@ -29,29 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def build_model(size: str, max_len: int, seed: int = 0) -> Any:
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     from tooltune.models import SIZES
+    from tooltune.models.tiny import tiny_model
 
     spec = SIZES[size]
     spec = dataclasses.replace(spec, max_position_embeddings=max(max_len, spec.max_position_embeddings))
-    config = Qwen2Config(
-        vocab_size=spec.vocab_size,
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        max_position_embeddings=spec.max_position_embeddings,
-        initializer_range=spec.initializer_range,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config)
-    return model.eval()  # dropout off; the tiny model has none, eval keeps it explicit
+    return tiny_model(spec, seed).eval()  # dropout off; the tiny model has none, eval keeps it explicit
 
 
 def make_batch(vocab: int, groups: int, n: int, prompt_len: int, completion: int, seed: int) -> dict:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from tooltune.models.corpus import example_texts
 from tooltune.models.tokenizer import EOS_TOKEN, PAD_TOKEN, train_tokenizer
@@ -50,6 +51,30 @@ SIZES: dict[str, TinySize] = {
 }
 
 
+def tiny_model(spec: TinySize, seed: int = 0, **config: Any) -> Any:
+    """A randomly initialised Qwen2 causal LM of shape `spec` (`config` sets or overrides Qwen2Config
+    fields, e.g. the tokenizer's vocab size and special token ids), built under a private generator state
+    so that building a model never disturbs the caller's RNG."""
+    import torch  # deferred: torch takes seconds to import
+    from transformers import Qwen2Config, Qwen2ForCausalLM  # deferred: as above
+
+    fields = {
+        "vocab_size": spec.vocab_size,
+        "hidden_size": spec.hidden_size,
+        "intermediate_size": spec.intermediate_size,
+        "num_hidden_layers": spec.num_hidden_layers,
+        "num_attention_heads": spec.num_attention_heads,
+        "num_key_value_heads": spec.num_key_value_heads,
+        "max_position_embeddings": spec.max_position_embeddings,
+        "initializer_range": spec.initializer_range,
+        "tie_word_embeddings": True,
+        "pad_token_id": 0,
+    }
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return Qwen2ForCausalLM(Qwen2Config(**{**fields, **config}))
+
+
 def build_tiny_model(
     out_dir: str | Path,
     size: str = "test",
@@ -73,10 +98,7 @@ def build_tiny_model(
     Returns:
         The output directory as a `Path`.
     """
-    import torch  # deferred: torch takes seconds to import
-
-    # deferred: transformers takes seconds to import
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers import GenerationConfig  # deferred: transformers takes seconds to import
 
     if size not in SIZES:
         raise ValueError(f"unknown tiny-model size {size!r}; choose one of {sorted(SIZES)}")
@@ -87,25 +109,12 @@ def build_tiny_model(
     texts = example_texts(seed=0) if corpus is None else corpus
     tokenizer = train_tokenizer(texts, vocab_size or spec.vocab_size, extra_tokens=extra_special_tokens)
 
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=spec.hidden_size,
-        intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_hidden_layers,
-        num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads,
-        max_position_embeddings=spec.max_position_embeddings,
-        initializer_range=spec.initializer_range,
-        tie_word_embeddings=True,
-        bos_token_id=None,
+    model = tiny_model(
+        spec, seed, vocab_size=len(tokenizer), bos_token_id=None,
         eos_token_id=tokenizer.convert_tokens_to_ids(EOS_TOKEN),
-        pad_token_id=tokenizer.convert_tokens_to_ids(PAD_TOKEN),
-        use_cache=True,
+        pad_token_id=tokenizer.convert_tokens_to_ids(PAD_TOKEN), use_cache=True,
     )
-    # Initialise under a private generator state so building a model never disturbs the caller's RNG.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = Qwen2ForCausalLM(config)
+    config = model.config
     model.generation_config = GenerationConfig(
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id, bos_token_id=None
     )

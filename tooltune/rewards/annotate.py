@@ -178,8 +178,9 @@ Function:
 """
 
 
-def parse_annotation_reply(reply: str, tool: ToolSpec) -> dict[str, dict[str, str]] | None:
-    """The {param: {spec, mod}} object in a model reply, or None when it is not usable."""
+def reply_object(reply: str) -> dict[str, Any] | None:
+    """The JSON object from the first `{` to the last `}` of a model reply (read with `json.loads`, never
+    evaluated), or None."""
     start, end = reply.find("{"), reply.rfind("}")
     if start < 0 or end <= start:
         return None
@@ -187,7 +188,13 @@ def parse_annotation_reply(reply: str, tool: ToolSpec) -> dict[str, dict[str, st
         obj = json.loads(reply[start : end + 1])
     except (json.JSONDecodeError, RecursionError):
         return None
-    if not isinstance(obj, dict):
+    return obj if isinstance(obj, dict) else None
+
+
+def parse_annotation_reply(reply: str, tool: ToolSpec) -> dict[str, dict[str, str]] | None:
+    """The {param: {spec, mod}} object in a model reply, or None when it is not usable."""
+    obj = reply_object(reply)
+    if obj is None:
         return None
     out = {}
     for pname in tool.properties:

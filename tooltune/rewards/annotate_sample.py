@@ -17,7 +17,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from tooltune.generation import GenerationRequest
-from tooltune.rewards.annotate import Annotations, _BackendAnnotator
+from tooltune.rewards.annotate import Annotations, _BackendAnnotator, reply_object
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -111,14 +111,8 @@ def parse_sample_annotation_reply(reply: str, targets: Mapping[str, Sequence[str
     reply does not give both notes for each of them. Read with `json.loads` (never evaluated); an empty
     note reads as "no spec" / "no modify"; a reply for a single function may leave out the function
     level."""
-    start, end = reply.find("{"), reply.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        obj = json.loads(reply[start : end + 1])
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    if not isinstance(obj, dict):
+    obj = reply_object(reply)
+    if obj is None:
         return None
     if len(targets) == 1:
         (fn,) = targets
