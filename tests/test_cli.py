@@ -231,7 +231,9 @@ def test_backend_flags_are_the_same_for_eval_and_data_select() -> None:
     assert "--user-model" not in acebench
 
 
-def test_a_field_added_to_controls_becomes_an_eval_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_field_added_to_controls_becomes_an_eval_flag(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from tooltune.evaluation import commands as eval_commands
     from tooltune.evaluation.protocol import Controls
 
@@ -243,7 +245,8 @@ def test_a_field_added_to_controls_becomes_an_eval_flag(monkeypatch: pytest.Monk
     bfcl = _subparser(cli.build_parser(), "eval", "bfcl")
     action = _option_actions(bfcl)["--tool-order"]
     assert action.choices == ["as_given", "shuffled"] and "Order of the tools" in action.help
-    args = bfcl.parse_args(["--out", "x", "--tool-order", "shuffled", "--keep-reasoning", "false"])
+    out = str(tmp_path / "x")
+    args = bfcl.parse_args(["--out", out, "--tool-order", "shuffled", "--keep-reasoning", "false"])
     _, controls, _, _ = eval_commands._configs(args)
     assert isinstance(controls, MoreControls)
     assert controls.tool_order == "shuffled" and controls.keep_reasoning is False

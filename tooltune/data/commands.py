@@ -24,8 +24,7 @@ from tooltune.data.recipes import DifficultyConfig
 from tooltune.data.sources import SOURCES
 from tooltune.data.synthetic import SynthConfig
 from tooltune.generation import BackendConfig
-from tooltune.parsing import GRAMMARS
-from tooltune.prompts import TEMPLATES
+from tooltune.prompts import get_template, grammar_for, system_prompt_text
 
 EXIT_FAILED_CHECK = 1
 """`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
@@ -101,14 +100,6 @@ def _prompt_args(p: argparse.ArgumentParser) -> None:
                    "or a registered template's name (its system text)")
 
 
-def _check_template(key: str, name: str, grammars: bool = False) -> None:
-    """Refuse a template name that is not registered (with `grammars`, a grammar name is fine too)."""
-    known = {**GRAMMARS, **TEMPLATES} if grammars else TEMPLATES
-    if name not in known:
-        raise config_mechanism.unknown_name(key, "template" + (" or grammar" if grammars else ""), name,
-                                            known)
-
-
 def _check_inputs(paths: list[str]) -> None:
     for path in paths:
         config_mechanism.require_file("--input", path)
@@ -178,22 +169,11 @@ def _synth(args: argparse.Namespace) -> int:
     return 0
 
 
-def _system_prompt(value: str | None) -> str | None:
-    """The text `--system-prompt` stands for: a template's system text, a file's contents or the text."""
-    if value is None:
-        return None
-    config_mechanism.check_prompt_text("--system-prompt", value, TEMPLATES)
-    if value in TEMPLATES:
-        return TEMPLATES[value].system
-    path = Path(value).expanduser()
-    return path.read_text(encoding="utf-8") if path.is_file() else value
-
-
 def _export(args: argparse.Namespace) -> int:
     from tooltune.data.export import export
 
-    _check_template("--template", args.template)
-    system_prompt = _system_prompt(args.system_prompt)
+    get_template(args.template, "--template", "template")
+    system_prompt = system_prompt_text(args.system_prompt, "--system-prompt")
     _check_inputs(args.input)
     config_mechanism.prepare_output(args.out, folder=args.format == "hf")
     n = export(
@@ -250,7 +230,7 @@ def _select(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from tooltune.data.validate import SPLIT_FILES, validate_path
 
-    _check_template("--template", args.template, grammars=True)
+    grammar_for(args.template, "--template")
     path = Path(args.path).expanduser()
     if not path.exists():
         raise ConfigError(f"path: not found: {args.path} (a prepared folder or a canonical JSONL file)")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -116,9 +115,6 @@ def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, 
     if not opts.out:
         raise ConfigError("out: the output folder is required (--out DIR)")
     config_mechanism.prepare_output(opts.out, "--out", folder=True)
-    system = controls.system_prompt
-    if system and os.path.isfile(system):
-        controls.system_prompt = Path(system).read_text(encoding="utf-8")
     return opts, controls, sampling, backend
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import option
-from tooltune.prompts import TEMPLATES, get_template
+from tooltune.prompts import get_template, system_prompt_text
 from tooltune.rundir import drop_torn_tail
 
 logger = logging.getLogger(__name__)
@@ -68,18 +68,14 @@ class Controls:
 
     def validate(self) -> Controls:
         config_mechanism.check_values(self)
-        if self.template not in TEMPLATES:
-            raise config_mechanism.unknown_name("template", "template", self.template, TEMPLATES)
-        config_mechanism.check_prompt_text("system_prompt", self.system_prompt, TEMPLATES)
+        get_template(self.template, "template", "template")
+        system_prompt_text(self.system_prompt, "system_prompt")
         return self
 
     def system_text(self) -> str | None:
-        """The system-prompt override passed to render_prompt (a template name resolves to its text)."""
-        if self.system_prompt is None:
-            return None
-        if self.system_prompt in TEMPLATES:
-            return TEMPLATES[self.system_prompt].system
-        return self.system_prompt
+        """The system-prompt override passed to render_prompt: a template name's text, a file's contents or
+        the text itself (`tooltune.prompts.system_prompt_text`); None = the template's own."""
+        return system_prompt_text(self.system_prompt, "system_prompt")
 
     def system_sha256(self, extra: str = "") -> str:
         text = self.system_text() or get_template(self.template).system

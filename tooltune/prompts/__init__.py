@@ -20,6 +20,7 @@ from tooltune.prompts.templates import (
     python_literal,
     register_template,
     render_answer,
+    system_prompt_text,
     tool_signatures,
     tools_block,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "check_history_reasoning",
     "get_template",
     "grammar_for",
+    "system_prompt_text",
     "history_reasoning_survives",
     "python_calls",
     "python_literal",

@@ -34,8 +34,10 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from tooltune.config import check_prompt_text, unknown_name
 from tooltune.parsing import GRAMMARS, R2IF_REJECTION, Grammar, get_grammar
 from tooltune.schema import ToolCall, ToolSpec
 
@@ -366,21 +368,36 @@ def register_template(
     return TEMPLATES[name]
 
 
-def get_template(name: str) -> PromptTemplate:
+def get_template(name: str, key: str = "template", what: str = "prompt template") -> PromptTemplate:
+    """The registered template `name`; otherwise a ConfigError naming `key`, `what` was looked up and
+    the closest names."""
     try:
         return TEMPLATES[name]
-    except KeyError:
-        raise ValueError(f"unknown prompt template {name!r}; known: {sorted(TEMPLATES)}") from None
+    except (KeyError, TypeError):
+        raise unknown_name(key, what, name, TEMPLATES) from None
 
 
-def grammar_for(name: str | Grammar) -> Grammar:
-    """The grammar of template `name`, or the grammar called `name` (templates take precedence)."""
+def grammar_for(name: str | Grammar, key: str = "template") -> Grammar:
+    """The grammar of template `name`, or the grammar called `name` (templates take precedence); a
+    ConfigError naming `key` and the closest names otherwise."""
     if isinstance(name, Grammar):
         return name
     if name in TEMPLATES:
         return TEMPLATES[name].grammar
     if name in GRAMMARS:
         return GRAMMARS[name]
-    raise ValueError(
-        f"unknown template or grammar {name!r}; templates: {sorted(TEMPLATES)}, grammars: {sorted(GRAMMARS)}"
-    )
+    raise unknown_name(key, "template or grammar", name, {**TEMPLATES, **GRAMMARS})
+
+
+def system_prompt_text(spec: str | None, key: str = "system_prompt") -> str | None:
+    """The system-prompt text a user's `spec` stands for: a registered template's name gives that
+    template's system text, an existing file its contents, anything else is the text itself (None and
+    "" keep the template's own). A single word that is none of these is a ConfigError naming `key` (a
+    mistyped name, never used as the prompt)."""
+    if spec is None:
+        return None
+    check_prompt_text(key, spec, TEMPLATES)
+    if spec in TEMPLATES:
+        return TEMPLATES[spec].system
+    path = Path(spec).expanduser()
+    return path.read_text(encoding="utf-8") if spec and path.is_file() else spec

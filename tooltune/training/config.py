@@ -18,7 +18,7 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
-from tooltune.prompts import TEMPLATES
+from tooltune.prompts import TEMPLATES, system_prompt_text
 from tooltune.rewards import REWARDS, CompositeReward
 
 
@@ -300,15 +300,8 @@ def resolve_template(spec: str, key: str = "data.template") -> str:
 
 
 def resolve_system_prompt(spec: str, key: str = "data.system_prompt") -> str:
-    """The system-prompt text `spec` stands for: a registered template's name gives that template's
-    system text, an existing file its contents, anything else is the text itself ("" = the template's
-    own). A single word that is none of these is a ConfigError naming `key` (a mistyped name)."""
-    config_mechanism.check_prompt_text(key, spec, TEMPLATES)
-    if spec in TEMPLATES:
-        return TEMPLATES[spec].system
-    if spec and Path(spec).expanduser().is_file():
-        return Path(spec).expanduser().read_text(encoding="utf-8")
-    return spec
+    """`data.system_prompt` as text (`tooltune.prompts.system_prompt_text`; "" = the template's own)."""
+    return system_prompt_text(spec, key) or ""
 
 
 def build_reward(reward: RewardConfig, template: str) -> CompositeReward:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 from torch.utils.data import Sampler
@@ -88,16 +89,9 @@ class FilteredRepeatSampler(EpochRepeatSampler):
     long as any prompt is left. An empty subset gives an empty epoch.
     """
 
-    def __init__(
-        self,
-        num_prompts: int,
-        mini_repeat_count: int,
-        batch_size: int,
-        repeat_count: int,
-        shuffle: bool = True,
-        seed: int = 0,
-    ) -> None:
-        super().__init__(num_prompts, mini_repeat_count, batch_size, repeat_count, shuffle, seed)
+    def __init__(self, num_prompts: int, *args: Any, **kwargs: Any) -> None:
+        """The parent's arguments; every prompt is in the subset until `set_prompts` says otherwise."""
+        super().__init__(num_prompts, *args, **kwargs)
         self.indices: list[int] = list(range(num_prompts))
 
     def set_prompts(self, epoch: int, indices: list[int]) -> None:
