@@ -23,15 +23,23 @@ but vanilla at the same half lr (`--vanilla-lr-scale 0.5`) did as well: at match
 `--multi-step` runs the multi-step variant instead (tool results in the history, native template
 with reasoning history, tool-call correctness only: no format term).
 
+`--grid` runs the comparison in the efficiency paper's regime (`bench/_efficiency_grid.py`): prompts
+of hundreds of tokens of tool documentation (configs/quickstart_efficiency_paper.yaml and its multi-step
+counterpart), single-turn vanilla vs filtering k = 1, 2 and multi-step vanilla n = 8 vs filtering +
+n = 16 down-sampled to m = 8, each with the shared-prefix update on and off, all at the preset's
+(vanilla's) learning rate.
+One command per seed (`--parts` splits it); `--summarize FILE...` reads the per-seed files into one table.
+
 Run: python bench/efficiency.py [--out DIR] [--budget-s 300] [--seed 0] [--multi-step]
-     (or `tooltune bench efficiency --out DIR`)
+     python bench/efficiency.py --grid --seed 0 --out DIR [--warm-start DIR --warm-start-multi DIR]
+     python bench/efficiency.py --summarize DIR0/grid_*.json DIR1/grid_*.json ... --out DIR
+     (or `tooltune bench efficiency ...`)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import sys
 import time
@@ -39,6 +47,24 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._efficiency_grid import (  # noqa: E402  (after the path set-up above)
+    GRID,
+    grid_runs,
+    load_results,
+    plot_grid,
+    speedup,
+    summarize,
+    table,
+    time_to_reach,
+)
+
+__all__ = ["speedup", "time_to_reach"]  # `speedup()` is the bench's definition of speed-up
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+GRID_CONFIGS = {
+    "single_turn": "quickstart_efficiency_paper.yaml",
+    "multi_step": "quickstart_efficiency_paper_multi_step.yaml",
+}
 
 # which techniques each variant switches on (their parameters: --filter-k, --downsample-m)
 VARIANTS = {
@@ -61,23 +87,6 @@ def variant_knobs(name: str, args: argparse.Namespace, base_lr: float) -> dict[s
         "downsample.advantage": args.advantage,
         "grpo.learning_rate": base_lr * (args.vanilla_lr_scale if name == "vanilla" else args.lr_scale),
     }
-
-
-def time_to_reach(curve: list[dict[str, Any]], target: float) -> float | None:
-    """First training time at which the curve's accuracy is >= target (None if never)."""
-    for point in curve:
-        if point["accuracy"] >= target - 1e-12:
-            return point["train_s"]
-    return None
-
-
-def speedup(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[str, Any]:
-    """Time for (a) to reach its best accuracy divided by the time for (b) to reach the same accuracy."""
-    best = max(p["accuracy"] for p in a)
-    t_a, t_b = time_to_reach(a, best), time_to_reach(b, best)
-    # no ratio when (a) never improved on the warm start (t_a == 0) or (b) never got there
-    ratio = (t_a / t_b if t_b else math.inf) if t_b is not None and t_a else None
-    return {"target_accuracy": best, "time_a_s": t_a, "time_b_s": t_b, "speedup": ratio}
 
 
 def reference_vanilla(path: str, expect: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +135,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--budget-s",
         type=float,
         default=None,
-        help="training time per variant, held-out evaluations excluded (default 240; 5 with --mini)",
+        help="training time per variant, held-out evaluations excluded (default 240; --grid 90; --mini 5)",
     )
     ap.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     ap.add_argument("--eval-samples", type=int, default=300, help="held-out samples per evaluation")
@@ -167,9 +176,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="",
         help="reuse this quickstart run directory (same seed and settings) for data, model and warm start",
     )
+    grid = ap.add_argument_group("the grid in the paper's regime (--grid, --summarize)")
+    grid.add_argument("--grid", action="store_true", help="run the grid of bench/_efficiency_grid.py")
+    grid.add_argument("--parts", default=",".join(GRID), help="comma-separated parts of the grid to run")
+    grid.add_argument(
+        "--warm-start-multi", default="", help="quickstart run directory of the multi-step warm start"
+    )
+    grid.add_argument(
+        "--warm-seed",
+        type=int,
+        default=None,
+        help="seed of the warm starts (task data, model, SFT; default --seed); --seed seeds the GRPO runs",
+    )
+    grid.add_argument(
+        "--summarize", nargs="+", default=None, metavar="JSON", help="grid files to read into one table"
+    )
     args = ap.parse_args(argv)
     if args.budget_s is None:
-        args.budget_s = 5.0 if args.mini else 240.0
+        args.budget_s = 5.0 if args.mini else (90.0 if args.grid else 240.0)
+    unknown = sorted(set(args.parts.split(",")) - set(GRID))
+    if unknown:
+        ap.error(f"--parts: unknown {unknown}; choose from {list(GRID)}")
     if args.budget_s <= 0:
         ap.error(f"--budget-s: must be > 0, got {args.budget_s}")
     return args
@@ -180,33 +207,133 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
+def warm_start(config: Path, seed: int, threads: int, folder: Path, overrides: dict[str, Any]) -> Any:
+    """The quickstart pipeline of `config` run to its warm start (stages data, model, sft, eval_sft)."""
+    from tooltune.quickstart.config import load_config
+    from tooltune.quickstart.run import Pipeline
+
+    cfg = load_config(config, {"seed": seed, "threads": threads, **overrides})
+    base = Pipeline(folder, cfg, say=lambda s: print(s, flush=True))
+    print(f"== warm start {folder} (quickstart stages data, model, sft, eval_sft; reused when present)")
+    base.run(stop_after="eval_sft")
+    return base
+
+
+def train_variant(base: Any, run_dir: Path, knobs: dict[str, Any], args: argparse.Namespace) -> dict:
+    """Train one variant from `base`'s warm start for the budget; its `grpo_summary`."""
+    from tooltune.config import set_key
+    from tooltune.training.diagnostics import grpo_summary
+    from tooltune.training.runner import train
+
+    shutil.rmtree(run_dir, ignore_errors=True)
+    tcfg = base.train_config("grpo")
+    for key, value in {
+        **knobs,
+        "run.output_dir": str(run_dir),
+        "run.save_steps": 10**9,  # no checkpoints: a variant is rerun, not resumed
+        "grpo.max_steps": 10**6,  # the training-time budget ends training
+        "grpo.max_seconds": args.budget_s,
+        "data.max_train_samples": args.n_rl,
+        "data.val": str(base.out / "data" / "heldout.jsonl"),
+        "data.max_val_samples": args.n_eval,
+        "diagnostics.eval_samples": args.n_eval,
+        "diagnostics.eval_every": args.eval_every,
+    }.items():
+        set_key(tcfg, key, value)
+    t = time.perf_counter()
+    train(tcfg.validate())
+    r = grpo_summary(run_dir / "metrics.jsonl")
+    r["bench_wall_s"] = time.perf_counter() - t
+    r["settings"] = knobs
+    best = max(p["accuracy"] for p in r["curve"])
+    print(
+        f"   steps {r['steps']}, best held-out {best:.3f}, end {r['curve'][-1]['accuracy']:.3f}, "
+        f"rollouts {r['rollouts_generated']:.0f}, tokens trained {r['tokens_trained']:.0f}, "
+        f"rollout {r['rollout_s']:.0f} s / update {r['update_s']:.0f} s",
+        flush=True,
+    )
+    return r
+
+
+def run_grid(args: argparse.Namespace, out: Path) -> int:
+    """One seed of the grid: per part, its warm start, then every run; one JSON file per part."""
+    from tooltune.quickstart.report import environment
+
+    warm_seed = args.seed if args.warm_seed is None else args.warm_seed
+    folders = {"single_turn": args.warm_start, "multi_step": args.warm_start_multi}
+    for part in args.parts.split(","):
+        config = CONFIGS / ("quickstart_mini.yaml" if args.mini else GRID_CONFIGS[part])
+        extra = {"task.multi_step": True, "train.reward.require_format": False}
+        overrides = extra if args.mini and part == "multi_step" else {}
+        folder = Path(folders[part]) if folders[part] else out / f"warm_start_{part}"
+        base = warm_start(config, warm_seed, args.threads, folder, overrides)
+        args.n_rl = min(args.rl_prompts, len(base.splits()["train"]))
+        args.n_eval = min(args.eval_samples, len(base.splits()["heldout"]))
+        g = base.cfg.train.grpo
+        report: dict[str, Any] = {
+            "seed": args.seed,
+            "warm_seed": warm_seed,
+            "config": str(config),
+            "warm_start": str(folder),
+            "warm_start_step": base.result("sft")["chosen_step"],
+            "budget_s_per_variant": args.budget_s,
+            "rl_prompts": args.n_rl,
+            "eval_samples": args.n_eval,
+            "eval_every": args.eval_every,
+            "learning_rate": g.learning_rate,
+            "environment": environment(),
+            "parts": {part: {"runs": {}}},
+        }
+        path = out / f"grid_{part}.json"
+        for key, knobs in grid_runs(part):
+            n = knobs.get("grpo.num_generations", g.num_generations)
+            knobs = {**knobs, "run.seed": args.seed, "grpo.per_device_batch_size": g.prompts_per_step * n}
+            print(f"== {part} {key}: {args.budget_s:.0f} s of training", flush=True)
+            run = train_variant(base, out / "runs" / part / key, knobs, args)
+            report["parts"][part]["runs"][key] = run
+            path.write_text(json.dumps(report, indent=1))  # each finished run is kept
+        print(f"wrote {path}")
+    return summarize_files(sorted(str(p) for p in out.glob("grid_*.json")), out)
+
+
+def summarize_files(paths: list[str], out: Path) -> int:
+    """Read grid files into one table (printed, and written to summary.{json,md}) and a PNG."""
+    results = load_results(paths)
+    summary = summarize(results)
+    text = table(summary)
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps({"files": paths, "summary": summary}, indent=1))
+    (out / "summary.md").write_text(text + "\n")
+    plot_grid(results, out / "summary.png")
+    print(f"wrote {out / 'summary.json'}, {out / 'summary.md'} and {out / 'summary.png'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    out = Path(args.out)
+    if args.summarize:
+        return summarize_files(args.summarize, out)
 
     # deferred: torch, transformers and trl load in seconds; --help and the tests need none of them
     import torch
 
-    from tooltune.config import set_key
-    from tooltune.quickstart.config import load_config
     from tooltune.quickstart.report import environment
-    from tooltune.quickstart.run import Pipeline
-    from tooltune.training.diagnostics import grpo_summary
-    from tooltune.training.runner import train
 
     torch.set_num_threads(args.threads)
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    overrides: dict[str, Any] = {"seed": args.seed, "threads": args.threads}
+    if args.grid:
+        return run_grid(args, out)
+    overrides: dict[str, Any] = {}
     if args.multi_step:
         overrides.update({"task.multi_step": True, "train.reward.require_format": False})
-    configs = Path(__file__).resolve().parents[1] / "configs"
-    cfg = load_config(configs / ("quickstart_mini.yaml" if args.mini else "quickstart.yaml"), overrides)
+    config = CONFIGS / ("quickstart_mini.yaml" if args.mini else "quickstart.yaml")
     warm_dir = Path(args.warm_start) if args.warm_start else out / "warm_start"
-    base = Pipeline(warm_dir, cfg, say=lambda s: print(s, flush=True))
-    print("== warm start (quickstart stages data, model, sft, eval_sft; reused when present)", flush=True)
-    base.run(stop_after="eval_sft")
-    n_rl = min(args.rl_prompts, len(base.splits()["train"]))
-    n_eval = min(args.eval_samples, len(base.splits()["heldout"]))
+    base = warm_start(config, args.seed, args.threads, warm_dir, overrides)
+    cfg = base.cfg
+    args.n_rl = n_rl = min(args.rl_prompts, len(base.splits()["train"]))
+    args.n_eval = n_eval = min(args.eval_samples, len(base.splits()["heldout"]))
     chosen = [v for v in args.variants.split(",") if v] or list(VARIANTS)
     unknown = sorted(set(chosen) - set(VARIANTS))
     if unknown:
@@ -231,36 +358,8 @@ def main(argv: list[str] | None = None) -> int:
             _fail(str(e))
     for name in variants:
         print(f"== {name}: {args.budget_s:.0f} s of training", flush=True)
-        run_dir = out / "runs" / name
-        shutil.rmtree(run_dir, ignore_errors=True)
         knobs = variant_knobs(name, args, cfg.train.grpo.learning_rate)
-        tcfg = base.train_config("grpo")
-        for key, value in {
-            **knobs,
-            "run.output_dir": str(run_dir),
-            "run.save_steps": 10**9,  # no checkpoints: a variant is rerun, not resumed
-            "grpo.max_steps": 10**6,  # the training-time budget ends training
-            "grpo.max_seconds": args.budget_s,
-            "data.max_train_samples": n_rl,
-            "data.val": str(warm_dir / "data" / "heldout.jsonl"),
-            "data.max_val_samples": n_eval,
-            "diagnostics.eval_samples": n_eval,
-            "diagnostics.eval_every": args.eval_every,
-        }.items():
-            set_key(tcfg, key, value)
-        t = time.perf_counter()
-        train(tcfg.validate())
-        r = grpo_summary(run_dir / "metrics.jsonl")
-        r["bench_wall_s"] = time.perf_counter() - t
-        r["settings"] = knobs
-        results[name] = r
-        best = max(p["accuracy"] for p in r["curve"])
-        print(
-            f"   steps {r['steps']}, best held-out {best:.3f}, end {r['curve'][-1]['accuracy']:.3f}, "
-            f"rollouts {r['rollouts_generated']:.0f}, tokens trained {r['tokens_trained']:.0f}, "
-            f"rollout {r['rollout_s']:.0f} s / update {r['update_s']:.0f} s",
-            flush=True,
-        )
+        results[name] = train_variant(base, out / "runs" / name, knobs, args)
     a = results["vanilla"]["curve"]
     report: dict[str, Any] = {
         **expect,

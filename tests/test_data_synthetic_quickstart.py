@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tooltune.config import ConfigError
+from tooltune.data.synthetic.quickstart_docs import DISTRACTORS
 from tooltune.data.synthetic.quickstart_task import (
     TRAIN_TOOLS,
     UNSEEN_TOOLS,
@@ -104,3 +108,93 @@ def test_compact_template_writes_the_demonstrations_reasoning() -> None:
     text = render_answer(calls, "tool_n1_compact")
     assert text.startswith("<think>Call get_weather, get_weather.</think>\n<tool_call>\n")
     assert render_answer([], "tool_n1_compact").startswith("<think>No offered tool fits.</think>")
+
+
+# ------------------------------------------------------------------ the efficiency paper's regime
+PAPER_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart_efficiency_paper.yaml"
+
+
+def _paper_task(**over) -> TaskConfig:
+    from tooltune.quickstart.config import load_config
+
+    task = load_config(PAPER_CONFIG).task
+    for k, v in {"n_train": 600, "n_val": 20, "n_heldout": 60, "n_unseen": 20, **over}.items():
+        setattr(task, k, v)
+    return task
+
+
+@pytest.mark.parametrize("multi_step", [False, True])
+def test_documented_profile_offers_5_to_10_tools_as_json_schemas(multi_step: bool) -> None:
+    task = _paper_task(multi_step=multi_step)
+    assert (task.tools_per_prompt, task.docs) == ([5, 10], "schema")
+    sp = build_splits(task)
+    counts = {len(s.tools) for v in sp.values() for s in v}
+    assert min(counts) == 5 and max(counts) == 10
+    distractors = {t.name for t in DISTRACTORS}
+    offered = {t.name for s in sp["train"] for t in s.tools}
+    assert distractors <= offered  # the never-requested look-alikes are offered...
+    assert not distractors & {c.name for v in sp.values() for s in v for c in s.answer}  # ...never called
+    for spec in (t for v in sp.values() for s in v for t in s.tools):
+        assert spec.description.endswith(".")
+        props = spec.parameters["properties"]
+        assert set(spec.required) <= set(props)
+        for schema in props.values():
+            assert schema["type"] in ("string", "integer", "boolean") and schema["description"]
+    sample = sp["heldout"][0]
+    gold_specs = {t.name: t for t in sample.tools}
+    for c in sample.answer:  # calls fill exactly the required parameters, never the optional ones
+        assert set(c.arguments) == set(gold_specs[c.name].required)
+
+
+@pytest.mark.parametrize("multi_step", [False, True])
+def test_documented_profile_gold_answers_score_one_and_splits_are_disjoint(multi_step: bool) -> None:
+    from tooltune.rewards import binary_reward
+
+    sp = build_splits(_paper_task(multi_step=multi_step))
+    for s in (x for v in sp.values() for x in v):
+        assert binary_reward(render_answer(s.answer, "tool_n1"), s.answer, "tool_n1") == 1.0
+    if multi_step:  # chains: disjoint by their first request and offered tools
+        keys = {k: {s.messages[0]["content"] + "|" + ",".join(sorted(t.name for t in s.tools))
+                    for s in v} for k, v in sp.items() if k != "unseen_tools"}
+    else:
+        keys = {k: {_key(s) for s in v} for k, v in sp.items()}
+        assert "simple" not in {s.category for v in sp.values() for s in v}  # every prompt offers 5+
+    assert not keys["train"] & keys["heldout"] and not keys["train"] & keys["val"]
+    assert not keys["val"] & keys["heldout"]
+
+
+def test_documented_prompts_are_hundreds_of_tokens_with_the_quickstart_tokenizer() -> None:
+    """Prompts rendered with the preset's template (tool_n1: its system text and JSON tool block), counted
+    with the tokenizer the quickstart trains on the training split (quickstart/run.py, stage_model): the
+    preset declares 428-940 tokens, mean 675 (held-out, 6,000 training samples); here on a smaller corpus."""
+    from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, entity_tokens
+    from tooltune.models.tokenizer import train_tokenizer
+    from tooltune.prompts import render_prompt
+
+    sp = build_splits(_paper_task(n_train=1000, n_heldout=200))
+
+    def text(s) -> str:
+        messages = render_prompt(s, "tool_n1")
+        return "\n".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>" for m in messages)
+
+    answer = "\n<|im_start|>assistant\n{}<|im_end|>"
+    corpus = [text(s) + answer.format(render_answer(s.answer, "tool_n1")) for s in sp["train"]]
+    tok = train_tokenizer(corpus, 1024, extra_tokens=FORMAT_TOKENS + entity_tokens())
+    lengths = [len(tok(text(s))["input_ids"]) for s in sp["heldout"]]
+    assert min(lengths) >= 400 and max(lengths) <= 1000
+    assert 600 <= sum(lengths) / len(lengths) <= 780
+
+
+def test_tools_per_prompt_is_checked_and_the_default_profile_is_unchanged() -> None:
+    with pytest.raises(ConfigError, match="task.tools_per_prompt"):
+        make_splits(TaskConfig(n_train=5, tools_per_prompt=[5, 30]))
+    with pytest.raises(ConfigError, match="task.tools_per_prompt"):
+        make_splits(TaskConfig(n_train=5, tools_per_prompt=[7]))
+    plain = make_splits(TaskConfig(n_train=50, n_val=5, n_heldout=10, n_unseen=5))
+    assert all(t.description == "" for v in plain.values() for s in v for t in s.tools)
+    assert max(len(s.tools) for v in plain.values() for s in v) <= 3
+    # the offering alone (no documentation): the same names and types, 5-10 tools
+    bare = make_splits(TaskConfig(n_train=50, n_val=5, n_heldout=10, n_unseen=5, tools_per_prompt=[5, 10]))
+    assert {len(s.tools) for v in bare.values() for s in v} <= set(range(5, 11))
+    assert all(t.description == "" and "description" not in str(t.parameters)
+               for v in bare.values() for s in v for t in s.tools)

@@ -287,3 +287,69 @@ def test_trainer_step_with_shared_prefix_equals_the_ordinary_step(
     shares = [json.loads(x).get("tooltune/prompt_rows_share") for x in
               (runs[True] / "metrics.jsonl").read_text().splitlines()]
     assert any(s is not None and s < 1 for s in shares)  # prompts were actually shared
+
+
+def test_model_class_without_a_kv_cache_takes_the_ordinary_path_with_one_warning(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """grpo.shared_prefix (on by default) on a model class that declares no standard KV cache: the
+    trainer warns once, never shares, and its steps equal those of shared_prefix off."""
+    import json
+
+    from safetensors.torch import load_file
+    from test_training_grpo import KeyedReward, make_config, make_rows
+
+    from tooltune.training.config import GRPOSection
+    from tooltune.training.runner import train
+
+    assert GRPOSection().shared_prefix is True  # the default
+    runs = {}
+    for shared in (False, True):
+        cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{
+            "grpo.max_steps": 2, "grpo.learning_rate": 1e-3, "grpo.shared_prefix": shared})
+        with monkeypatch.context() as m, caplog.at_level(logging.WARNING, logger="tooltune.training.grpo"):
+            m.setattr(Qwen2ForCausalLM, "_is_stateful", True)  # a recurrent-state model: no prompt cache
+            caplog.clear()
+            runs[shared] = train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(8))
+            warnings = [r.getMessage() for r in caplog.records if "grpo.shared_prefix" in r.getMessage()]
+        if shared:
+            assert len(warnings) == 1 and "has no standard KV cache" in warnings[0], warnings
+        else:
+            assert warnings == []
+    records = {
+        s: [json.loads(x) for x in (r / "metrics.jsonl").read_text().splitlines()] for s, r in runs.items()
+    }
+    assert not any("tooltune/prompt_rows_share" in x for x in records[True])  # nothing was shared
+    losses = {s: [x["loss"] for x in recs if "loss" in x] for s, recs in records.items()}
+    assert len(losses[True]) == 2 and losses[True] == pytest.approx(losses[False], abs=1e-6)
+    off = load_file(str(runs[False] / "final" / "model.safetensors"))
+    on = load_file(str(runs[True] / "final" / "model.safetensors"))
+    for k in off:
+        torch.testing.assert_close(on[k], off[k], atol=1e-6, rtol=0)
+
+
+def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
+    tiny_model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call with extra model inputs (e.g. token types) takes the ordinary path; the reason is logged
+    once however many calls follow."""
+    from tooltune.training.grpo import ToolTuneGRPOTrainer
+
+    trainer = ToolTuneGRPOTrainer.__new__(ToolTuneGRPOTrainer)  # _tt_shares needs only these attributes
+    trainer.tt_shared_prefix, trainer._tt_prefix_warned = True, set()
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+
+    class Accelerator:
+        @staticmethod
+        def unwrap_model(m: torch.nn.Module) -> torch.nn.Module:
+            return m
+
+    trainer.accelerator = Accelerator()
+    assert trainer._tt_shares(model, False, {"token_type_ids": None}) is True
+    with caplog.at_level(logging.WARNING, logger="tooltune.training.grpo"):
+        for _ in range(3):
+            assert trainer._tt_shares(model, False, {"token_type_ids": torch.zeros(2, 3)}) is False
+            assert trainer._tt_shares(model, True, {}) is False
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2, messages
+    assert "extra model inputs (token_type_ids)" in messages[0] and "auxiliary loss" in messages[1]

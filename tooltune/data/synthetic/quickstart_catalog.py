@@ -6,7 +6,7 @@ the tool choice, the enum paraphrases and the number of calls (see `tooltune.dat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.schema import ToolSpec
@@ -46,6 +46,16 @@ class EnumParam:
 
 
 @dataclass(frozen=True)
+class ToolDocs:
+    """Realistic documentation of a tool, as BFCL and ACEBench list tools: what it does, what each
+    parameter means, and optional parameters (never needed by a request: a call leaves them out)."""
+
+    description: str
+    params: dict[str, str]  # required parameter (slot or enum) -> its description
+    optional: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> JSON schema with description
+
+
+@dataclass(frozen=True)
 class Tool:
     """A tool of the task: its spec fields, slot kinds and request phrasings."""
 
@@ -56,6 +66,7 @@ class Tool:
     enum: EnumParam | None = None
     parallel_slot: str | None = None  # slot that may name two values -> two parallel calls
     lookalike: str | None = None
+    docs: ToolDocs | None = None  # None: names and types only (the default profile)
 
     def spec(self) -> ToolSpec:
         props: dict[str, Any] = {}
@@ -63,8 +74,15 @@ class Tool:
             props[arg] = {"type": "integer" if kind.startswith("int") else "string"}
         if self.enum:
             props[self.enum.name] = {"type": "string", "enum": self.enum.values}
-        # no description: the name says it all and every prompt token costs time on 2 CPU cores
-        return ToolSpec(self.name, "", {"type": "object", "properties": props, "required": list(props)})
+        if self.docs is None:
+            # no description: the name says it all and every prompt token costs time on 2 CPU cores
+            return ToolSpec(self.name, "", {"type": "object", "properties": props, "required": list(props)})
+        required = list(props)
+        for arg in required:
+            props[arg] = {**props[arg], "description": self.docs.params[arg]}
+        props.update(self.docs.optional)
+        schema = {"type": "object", "properties": props, "required": required}
+        return ToolSpec(self.name, self.docs.description, schema)
 
 
 _UNIT = EnumParam(

@@ -22,17 +22,25 @@ Splits: ``train`` (SFT demonstrations + RL prompts), ``val`` (warm-start selecti
 (>= 1,000, new value/tool combinations, disjoint queries) and ``unseen_tools`` (tools never offered in
 training, reported separately). Demonstrations are written for the ``tool_n1_compact`` prompt template
 (its one-line reasoning names the calls).
+
+A second profile puts prompts in the regime of BFCL and ACEBench, where tool documentation dominates
+the prompt: ``tools_per_prompt: [5, 20]`` offers that many tools per prompt (the needed ones, usually a
+look-alike, and documented look-alike distractors that are never requested,
+`quickstart_docs.DISTRACTORS`), and ``docs: schema`` documents every tool as a JSON schema (description,
+parameter descriptions, enums, required list, optional parameters no request needs). The requests,
+values and demonstration noise are those of the default profile, so the errors are still decisions.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.config import option
+from tooltune.config import ConfigError, option
 from tooltune.data.synthetic.quickstart_catalog import (  # re-exported: the task's public names
     CHAINS,
     CITIES,
@@ -43,6 +51,11 @@ from tooltune.data.synthetic.quickstart_catalog import (  # re-exported: the tas
     EnumParam,
     Tool,
     entity_tokens,
+)
+from tooltune.data.synthetic.quickstart_docs import (
+    DISTRACTORS,
+    DOCUMENTED_TRAIN_TOOLS,
+    DOCUMENTED_UNSEEN_TOOLS,
 )
 from tooltune.prompts import TEMPLATES
 from tooltune.schema import Sample, ToolCall
@@ -90,12 +103,72 @@ class TaskConfig:
     multi_step: bool = option(
         False, "Multi-step variant: chains of two dependent calls, tool results in the history."
     )
+    tools_per_prompt: list = option(
+        [],
+        "Tools offered per prompt as [min, max], drawn uniformly (the needed tools, usually a look-alike, "
+        "then other tools and never-requested look-alike distractors); every request then offers several "
+        "tools (no 'simple' category). [] = the default task's 1-3 tools.",
+    )
+    docs: str = option(
+        "none",
+        "Tool documentation in the prompts: none (names and parameter types) or schema (a description of "
+        "the tool and of each parameter, enums, required list, optional parameters).",
+        ("none", "schema"),
+    )
+
+
+_MAX_OFFER = 20
+"""Most tools a prompt can offer: an irrelevant request's pool (requested tools and distractors, less
+the request's tool and its look-alike) holds 26."""
+
+
+def _offer_sizes(cfg: TaskConfig) -> tuple[int, int] | None:
+    """`cfg.tools_per_prompt` checked, or None for the default offering."""
+    sizes = cfg.tools_per_prompt
+    if not sizes:
+        return None
+    ok = (
+        isinstance(sizes, (list, tuple))
+        and len(sizes) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in sizes)
+        and 3 <= sizes[0] <= sizes[1] <= _MAX_OFFER
+    )
+    if not ok:
+        raise ConfigError(
+            f"task.tools_per_prompt: expected [min, max] with 3 <= min <= max <= {_MAX_OFFER} "
+            f"(or [] for the default offering), got {sizes!r}"
+        )
+    return sizes[0], sizes[1]
+
+
+def _tool_sets(cfg: TaskConfig) -> tuple[tuple[Tool, ...], tuple[Tool, ...], tuple[Tool, ...]]:
+    """Requested train tools, unseen tools and never-requested distractors of `cfg`'s profile."""
+    distractors = DISTRACTORS if cfg.tools_per_prompt else ()
+    if cfg.docs == "schema":
+        return DOCUMENTED_TRAIN_TOOLS, DOCUMENTED_UNSEEN_TOOLS, distractors
+    return TRAIN_TOOLS, UNSEEN_TOOLS, tuple(dataclasses.replace(t, docs=None) for t in distractors)
+
+
+def _mix(mix: dict[str, float], sizes: tuple[int, int] | None) -> dict[str, float]:
+    """With several tools on every prompt, a one-call request is a "multiple" one: no "simple"."""
+    if sizes is None or "simple" not in mix:
+        return mix
+    out = {k: v for k, v in mix.items() if k != "simple"}
+    out["multiple"] = out.get("multiple", 0.0) + mix["simple"]
+    return out
 
 
 class _Gen:
-    def __init__(self, rng: random.Random, tools: tuple[Tool, ...], extra_offer: tuple[Tool, ...] = ()):
+    def __init__(
+        self,
+        rng: random.Random,
+        tools: tuple[Tool, ...],
+        extra_offer: tuple[Tool, ...] = (),
+        sizes: tuple[int, int] | None = None,
+    ):
         self.rng, self.tools, self.offer_pool = rng, tools, tools + extra_offer
         self.by_name = {t.name: t for t in self.offer_pool}
+        self.sizes = sizes  # tools per prompt [min, max], None: the caller's count
 
     def _value(self, kind: str, avoid: set[Any]) -> Any:
         r = self.rng
@@ -133,6 +206,8 @@ class _Gen:
 
     def offer(self, needed: list[Tool], k: int, forbid: set[str] = frozenset()) -> list[Tool]:
         r = self.rng
+        if self.sizes is not None:
+            k = r.randint(*self.sizes)
         chosen = list(needed)
         if needed and needed[0].lookalike and r.random() < 0.75 and needed[0].lookalike not in forbid:
             la = self.by_name.get(needed[0].lookalike)
@@ -170,7 +245,8 @@ class _Gen:
         text, _, info = self.request(tool, False)
         forbid = {tool.name, tool.lookalike or ""}
         pool = [t for t in self.offer_pool if t.name not in forbid]
-        return text, r.sample(pool, r.randint(1, 2)), [], [info]
+        k = r.randint(*self.sizes) if self.sizes is not None else r.randint(1, 2)
+        return text, r.sample(pool, k), [], [info]
 
 
 def _demo(
@@ -241,17 +317,20 @@ def _make(
 def make_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
     """Generate train / val / heldout / unseen_tools; held-out queries never occur in train or val."""
     seen: set[str] = set()
-    gen = _Gen(random.Random(cfg.seed), TRAIN_TOOLS)
-    train = _make(gen, cfg.n_train, "train", TRAIN_MIX, seen, cfg, noisy=True)
-    val = _make(gen, cfg.n_val, "val", TRAIN_MIX, seen, cfg, noisy=False)
-    heldout = _make(gen, cfg.n_heldout, "heldout", TRAIN_MIX, seen, cfg, noisy=False)
-    unseen_gen = _Gen(random.Random(cfg.seed + 7919), UNSEEN_TOOLS, extra_offer=TRAIN_TOOLS)
-    unseen_names = {t.name for t in UNSEEN_TOOLS}
+    sizes = _offer_sizes(cfg)
+    train_tools, unseen_tools, distractors = _tool_sets(cfg)
+    mix = _mix(TRAIN_MIX, sizes)
+    gen = _Gen(random.Random(cfg.seed), train_tools, distractors, sizes)
+    train = _make(gen, cfg.n_train, "train", mix, seen, cfg, noisy=True)
+    val = _make(gen, cfg.n_val, "val", mix, seen, cfg, noisy=False)
+    heldout = _make(gen, cfg.n_heldout, "heldout", mix, seen, cfg, noisy=False)
+    unseen_gen = _Gen(random.Random(cfg.seed + 7919), unseen_tools, train_tools + distractors, sizes)
+    unseen_names = {t.name for t in unseen_tools}
     unseen = _make(
         unseen_gen,
         cfg.n_unseen,
         "unseen",
-        {"simple": 0.3, "multiple": 0.4, "parallel": 0.3},
+        _mix({"simple": 0.3, "multiple": 0.4, "parallel": 0.3}, sizes),
         seen,
         cfg,
         noisy=False,
@@ -344,7 +423,8 @@ def _multi_step(gen: _Gen, cfg: TaskConfig, noisy: bool) -> list[Sample]:
 
 def make_multi_step_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
     """Multi-step variant: chains of two dependent calls; held-out chains never occur in training."""
-    gen = _Gen(random.Random(cfg.seed), TRAIN_TOOLS)
+    train_tools, _, distractors = _tool_sets(cfg)
+    gen = _Gen(random.Random(cfg.seed), train_tools, distractors, _offer_sizes(cfg))
     seen: set[str] = set()
     sizes = {"train": cfg.n_train, "val": cfg.n_val, "heldout": cfg.n_heldout}
     splits: dict[str, list[Sample]] = {}
@@ -370,7 +450,15 @@ def make_multi_step_splits(cfg: TaskConfig) -> dict[str, list[Sample]]:
             for i, s in enumerate(out[:n])
         ]
     splits["unseen_tools"] = make_splits(
-        TaskConfig(seed=cfg.seed, n_train=0, n_val=0, n_heldout=0, n_unseen=cfg.n_unseen)
+        TaskConfig(
+            seed=cfg.seed,
+            n_train=0,
+            n_val=0,
+            n_heldout=0,
+            n_unseen=cfg.n_unseen,
+            tools_per_prompt=cfg.tools_per_prompt,
+            docs=cfg.docs,
+        )
     )["unseen_tools"]
     return splits
 
