@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("schema", "config", "rundir"),
     ("parsing",),
     ("matching",),
+    ("environments",),
     ("prompts", "models"),
     ("generation",),
     ("rewards",),

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tooltune.environments.acebench_apis.sandbox import CLASSES, Sandbox
 from tooltune.evaluation import acebench as A
-from tooltune.evaluation.acebench.sandbox import CLASSES, Sandbox
 from tooltune.generation import OpenAIBackend, ReplayBackend, ScriptedBackend
 from tooltune.prompts import render_answer
 from tooltune.schema import SchemaError, ToolCall

@@ -239,3 +239,13 @@ def test_summary_formulas() -> None:
     assert {"r2if.overall", "r2if.irrelevance"} <= set(bfcl.FORMULAS)
     no_live = bfcl.scores([r for r in recs if not r["category"].startswith("live")])["r2if"]
     assert no_live["live"] is None and no_live["irrelevance"] is None and no_live["overall"] is None
+
+
+def test_native_multi_turn_requests_carry_the_turns_tools(multi_entries) -> None:
+    from tooltune.evaluation.bfcl import entry_tools
+    from tooltune.prompts import chat_tools
+
+    run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template="native"), fresh_model_name())
+    request = run.request()
+    assert request.tools == chat_tools(entry_tools(run.functions)) and request.tools
+    assert MultiTurnRun(multi_entries[0], MultiTurnConfig(), fresh_model_name()).request().tools is None

@@ -316,3 +316,32 @@ def test_a_chat_template_that_drops_earlier_reasoning_is_refused_where_history_e
     _check_reasoning_history(history, [(0, backend)], Controls(history="context"))
     single = prepare("acebench", "normal_single_turn_single_function", Controls(), data)
     _check_reasoning_history(single, [(0, backend)], Controls())  # no earlier turn: nothing to lose
+
+
+def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_without(
+    tmp_path, shared_data_dir, tiny_model_dir
+) -> None:
+    from test_prompts_native import OLD_TEMPLATE
+
+    from tooltune.evaluation.acebench import agent as A
+    from tooltune.generation import HFBackend
+    from tooltune.prompts import ChatToolsUnsupported, chat_tools
+
+    seen: list = []
+    controls = Controls(template="native")
+    runner.evaluate("apibank", [(0, ScriptedBackend(lambda r: seen.append(r) or ""))], tmp_path / "run",
+                    controls, categories="level-1", data_dir=shared_data_dir / "apibank", show_progress=False)
+    prep = runner.prepare("apibank", "level-1", controls, shared_data_dir / "apibank")
+    assert len(seen) == len(prep.tasks) and all(t.tools for t in prep.tasks)
+    assert [r.tools for r in seen] == [t.tools for t in prep.tasks]
+    entry = A.load_agent_entries(shared_data_dir / "acebench", ["agent_multi_step"])[0]
+    run = A.AgentRun(entry, A.AgentConfig(template="native"))
+    assert run.agent_request().tools == chat_tools(entry.tools) and entry.tools
+    backend = HFBackend(tiny_model_dir)
+    runner.check_local_tool_support([(0, backend)], controls)  # the tiny template lists the tools
+    runner.check_local_tool_support([(0, backend)], Controls())  # other templates: nothing to check
+    backend.tokenizer.chat_template = OLD_TEMPLATE
+    with pytest.raises(ChatToolsUnsupported, match="controls.template: 'native'"):
+        runner.evaluate("apibank", [(0, backend)], tmp_path / "refused", controls, categories="level-1",
+                        data_dir=shared_data_dir / "apibank", show_progress=False)
+    runner.check_local_tool_support([(0, backend)], Controls())

@@ -28,10 +28,13 @@ MSG = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 class _FakeServer:
-    """A chat/completions endpoint: fails the first `fail_first` calls with 503, then echoes requests."""
+    """A chat/completions endpoint: fails the first `fail_first` calls with 503, then echoes requests
+    (`reply`: fields that replace those of the echoed message, e.g. structured tool_calls)."""
 
-    def __init__(self, fail_first: int = 0, status: int = 503, reasoning: bool = False) -> None:
-        self.fail_first, self.status, self.reasoning = fail_first, status, reasoning
+    def __init__(
+        self, fail_first: int = 0, status: int = 503, reasoning: bool = False, reply: dict | None = None
+    ) -> None:
+        self.fail_first, self.status, self.reasoning, self.reply = fail_first, status, reasoning, reply
         self.bodies: list[dict] = []
         self.lock = threading.Lock()
         outer = self
@@ -55,6 +58,7 @@ class _FakeServer:
                 msg = {"role": "assistant", "content": f"echo:{user}:{body.get('seed')}"}
                 if outer.reasoning:
                     msg["reasoning_content"] = "because"
+                msg.update(outer.reply or {})
                 data = json.dumps({"choices": [{"index": 0, "message": msg}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -208,3 +212,55 @@ def test_backend_config_builds_a_local_model(tiny_model_dir) -> None:
     assert str(backend.model.device) == "cpu"
     pairs = BackendConfig(model=str(tiny_model_dir), device="auto").seed_backends(2)
     assert [s for s, _ in pairs] == [0, 1] and pairs[0][1] is pairs[1][1]  # one model for every seed
+
+
+WEATHER = {"name": "get_weather", "description": "Weather for a city.",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+
+
+def test_hf_backend_renders_the_request_tools(tiny_model_dir) -> None:
+    from tooltune.prompts import chat_tools
+
+    backend = make_backend("hf", model_path=tiny_model_dir, batch_size=2)
+    tools = chat_tools([WEATHER])
+    text = backend.prompt_text(GenerationRequest(MSG, tools=tools))
+    assert json.dumps(tools[0], ensure_ascii=False) in text  # listed by the chat template
+    assert "Weather for a city." not in backend.prompt_text(GenerationRequest(MSG))
+    out = backend.generate([GenerationRequest(MSG, tools=tools, max_new_tokens=4), GenerationRequest(MSG)])
+    assert [len(x) for x in out] == [1, 1]
+
+
+def test_openai_backend_sends_tools_and_reads_structured_tool_calls_back_as_hermes() -> None:
+    from tooltune.generation.backends import hermes_text
+    from tooltune.parsing import parse_completion
+    from tooltune.prompts import chat_tools
+
+    tools = chat_tools([WEATHER])
+    history = [
+        {"role": "user", "content": "Weather in Oslo, then Rome?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "name": "get_weather", "content": '{"temp": 3}'},
+    ]
+    calls = [{"id": "c9", "type": "function",
+              "function": {"name": "get_weather", "arguments": '{"city": "Rome </tool_call>"}'}},
+             {"id": "c10", "type": "function", "function": {"name": "get_weather", "arguments": ""}}]
+    with _FakeServer(reasoning=True, reply={"content": None, "tool_calls": calls}) as s:
+        backend = OpenAIBackend(s.url, "m", retries=0, timeout=5, concurrency=1)
+        out = backend.generate([GenerationRequest(history, tools=tools), GenerationRequest(MSG)])
+    sent, plain = s.bodies
+    assert sent["tools"] == tools and "tools" not in plain
+    call = sent["messages"][1]["tool_calls"][0]  # the chat-completions form: an id, arguments as JSON text
+    assert call == {"id": "call_0", "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    assert sent["messages"][2]["tool_call_id"] == "call_0"
+    assert history[1]["tool_calls"][0]["function"]["arguments"] == {"city": "Oslo"}  # request untouched
+    text = out[0][0]
+    assert text.startswith("<think>because</think>\n<tool_call>\n")
+    parsed = parse_completion(text, "hermes")
+    assert parsed.format_ok and parsed.calls == [ToolCall("get_weather", {"city": "Rome </tool_call>"}),
+                                                 ToolCall("get_weather", {})]
+    assert out[1] == out[0]  # the fake server gives every request the same reply
+    # arguments that are not a JSON object stay as sent: the block fails to parse, as a malformed call does
+    bad = hermes_text([{"function": {"name": "get_weather", "arguments": '{"city": '}}])
+    assert bad.startswith("<tool_call>\n") and not parse_completion(bad, "hermes").format_ok

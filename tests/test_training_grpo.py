@@ -367,3 +367,55 @@ def test_missing_ground_truth_stops_before_loading(tmp_path: Path) -> None:
     rows[1]["answer"] = None
     with pytest.raises(SchemaError, match=r"record 1 \(sample_id 's1'\).answer: missing ground truth"):
         train(cfg, reward_funcs=[KeyedReward(set())], train_rows=rows)
+
+
+def _native_rows(n: int) -> list[dict[str, Any]]:
+    """`grpo_rows` under the ``native`` template (tools in the ``chat_tools`` column, not the messages);
+    the last sample has an earlier call and its result in native history."""
+    from tooltune.schema import Sample
+    from tooltune.training.data import grpo_rows
+
+    tool = {"name": "f", "description": "Look up x.",
+            "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}
+    samples = [Sample(id=f"s{i}", source="t", category="simple", tools=[tool],
+                      messages=[{"role": "user", "content": f"f {i}"}],
+                      answer=[{"name": "f", "arguments": {"x": i}}])
+               for i in range(n - 1)]
+    history = [{"role": "user", "content": "f twice"},
+               {"role": "assistant", "content": "", "tool_calls": [{"name": "f", "arguments": {"x": 1}}]},
+               {"role": "tool", "name": "f", "content": "one"}]
+    samples.append(Sample(id="h", source="t", category="multi_step", tools=[tool], messages=history,
+                          answer=[{"name": "f", "arguments": {"x": 2}}]))
+    return grpo_rows(samples, "native")
+
+
+def test_native_template_renders_every_prompt_with_its_tools(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tooltune.generation import HFBackend
+    from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from tooltune.training.runner import train
+
+    rendered: list[str] = []
+    tokenize, prompt_text = ToolTuneGRPOTrainer._tokenize_prompts, HFBackend.prompt_text
+
+    def spy(trainer: Any, prompts: list) -> tuple:
+        ids, images, fields = tokenize(trainer, prompts)
+        rendered.extend(trainer.processing_class.decode(x) for x in ids)
+        return ids, images, fields
+
+    heldout: list[str] = []
+    monkeypatch.setattr(ToolTuneGRPOTrainer, "_tokenize_prompts", spy)
+    monkeypatch.setattr(HFBackend, "prompt_text",
+                        lambda b, r: heldout.append(prompt_text(b, r)) or heldout[-1])
+    rows = _native_rows(2)  # one prompt per group: both are rendered in the one step
+    assert all(m["role"] != "system" for r in rows for m in r["prompt"])  # no tool list in the messages
+    cfg = make_config(tiny_model_dir, tmp_path / "native", **{
+        "data.template": "native", "grpo.max_steps": 1, "diagnostics.eval_samples": 2,
+        "diagnostics.eval_max_new_tokens": 4})
+    train(cfg, reward_funcs=[KeyedReward(set())], train_rows=rows, val_rows=_native_rows(2))
+    schema = '{"type": "function", "function": {"name": "f", "description": "Look up x."'
+    assert len(rendered) == 2 * N and all(schema in text for text in rendered)
+    call = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>'  # the history, in hermes form
+    assert sum(call in text and "<tool_response>\none\n</tool_response>" in text for text in rendered) == N
+    assert heldout and all(schema in text for text in heldout)  # held-out exact match: the same tools

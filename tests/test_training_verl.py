@@ -35,7 +35,9 @@ from tooltune.training.verl_launch import (
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = sorted(p for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith("quickstart"))
 """The paper presets (configs/quickstart*.yaml configure `tooltune quickstart` instead)."""
-NAMES = [p.stem for p in PRESETS]
+TRL_ONLY_PRESETS = {"agentic"}
+"""Presets whose technique exists on TRL only (agentic episodes): no verl counterpart."""
+NAMES = [p.stem for p in PRESETS if p.stem not in TRL_ONLY_PRESETS]
 SOURCES = ("paper", "authors' script", "our choice")
 
 # Keys present in verl 0.9.1's generated PPO trainer config (checked against the released wheel).
@@ -350,3 +352,9 @@ def test_verl_environment_is_pinned() -> None:
     makefile = (REPO / "Makefile").read_text()
     assert "verl-check:" in makefile and "scripts/verl_check.py" in makefile
     assert "requirements/verl.txt" in makefile and ".venv-verl" in (REPO / ".gitignore").read_text()
+
+
+def test_an_agentic_preset_has_no_verl_launch_and_says_why() -> None:
+    assert not (REPO / "configs/verl/agentic.yaml").exists()
+    with pytest.raises(ConfigError, match="agentic.enabled: agentic episodes run on TRL only"):
+        launch_settings(REPO / "configs/agentic.yaml")

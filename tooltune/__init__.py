@@ -32,6 +32,10 @@ _API: dict[str, str] = {
     "parse_completion": "tooltune.parsing",
     "calls_match": "tooltune.matching",
     "exact_match": "tooltune.matching",
+    # environments
+    "Environment": "tooltune.environments",
+    "make_environment": "tooltune.environments",
+    "register_environment": "tooltune.environments",
     # prompts
     "render_prompt": "tooltune.prompts",
     "render_answer": "tooltune.prompts",
@@ -50,6 +54,7 @@ _API: dict[str, str] = {
     "TrainConfig": "tooltune.training.config",
     "load_config": "tooltune.training.config",
     "train": "tooltune.training.runner",
+    "evaluate_episodes": "tooltune.training.agentic",
     # evaluation
     "evaluate": "tooltune.evaluation.runner",
     # models

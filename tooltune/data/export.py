@@ -4,9 +4,12 @@ TRL rows (what `GRPOTrainer` / `SFTTrainer` take, and what the reward adapters r
     prompt     list of chat messages from `tooltune.prompts.render_prompt`
     answer     JSON string of [{"name", "arguments"}] (the ground truth; [] = no call)
     sample_id  str;  category  str;  tools  JSON string of tool dicts;  meta  JSON string
+    chat_tools JSON string of the chat template's tools, only under a template whose tools go to the
+               chat template (``native``: `tooltune.prompts.CHAT_TOOLS_COLUMN`, `row_tools` reads it)
 verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     reward_model {"style": "rule", "ground_truth": <answer JSON string>},
-    extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta"}.
+    extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta", and
+    "chat_tools" under ``native``}.
 JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
 """
 
@@ -18,7 +21,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tooltune.prompts import render_prompt
+from tooltune.prompts import CHAT_TOOLS_COLUMN, prompt_tools_json, render_prompt
 from tooltune.schema import Sample, read_jsonl, write_jsonl
 
 logger = logging.getLogger(__name__)
@@ -33,6 +36,12 @@ def _answer_json(sample: Sample) -> str:
 
 def _tools_json(sample: Sample) -> str:
     return json.dumps([t.to_dict() for t in sample.tools], ensure_ascii=False)
+
+
+def _chat_tools(sample: Sample, template: str) -> dict[str, str]:
+    """The `CHAT_TOOLS_COLUMN` entry of a row under a template that needs it, else nothing."""
+    tools = prompt_tools_json(sample, template)
+    return {} if tools is None else {CHAT_TOOLS_COLUMN: tools}
 
 
 def to_trl_rows(
@@ -57,6 +66,7 @@ def to_trl_rows(
             "category": s.category,
             "tools": _tools_json(s),
             "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+            **_chat_tools(s, template),
         }
         for s in samples
     ]
@@ -77,7 +87,8 @@ def to_hf_dataset(
         return datasets.Dataset.from_dict(
             {k: [] for k in ("prompt", "answer", "sample_id", "category", "tools", "meta")}
         )
-    return datasets.Dataset.from_list(rows)
+    # native histories carry tool_calls whose arguments differ in shape between rows: those go as JSON
+    return datasets.Dataset.from_list(rows, on_mixed_types="use_json")
 
 
 def to_verl_rows(
@@ -109,6 +120,7 @@ def to_verl_rows(
                     "history": history,
                     "tools": _tools_json(s),
                     "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+                    **_chat_tools(s, template),
                     # verl hands compute_score only extra_info: R2IF's CER student needs the prompt
                     "prompt": prompt,
                 },

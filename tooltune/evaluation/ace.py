@@ -47,9 +47,9 @@ from tqdm.auto import tqdm
 from tooltune.config import ConfigError, check_values, option
 from tooltune.evaluation import acebench, apibank, bfcl
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
-from tooltune.evaluation.runner import BENCHMARKS, benchmark_data_dir, prepare
+from tooltune.evaluation.runner import BENCHMARKS, benchmark_data_dir, check_local_tool_support, prepare
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import get_template
+from tooltune.prompts import CHAT_TOOLS_COLUMN, get_template
 from tooltune.rewards.cer import CERReward
 from tooltune.schema import ToolCall
 
@@ -90,12 +90,14 @@ class AceOptions:
 
 @dataclass
 class AceItem:
-    """One entry: its prompt as the evaluation renders it, and its correct calls."""
+    """One entry: its prompt as the evaluation renders it (with its chat-template tools under ``native``),
+    and its correct calls."""
 
     id: str
     category: str
     messages: list[dict[str, Any]]
     gold: list[ToolCall]
+    tools: list[dict[str, Any]] | None = None
 
     @property
     def key(self) -> str:
@@ -147,7 +149,7 @@ def ace_set(benchmark: str, categories: Sequence[str] | str | None, controls: Co
     if not kept:
         return AceSet([], [], [], left_out)
     prep = prepare(benchmark, kept, controls, data_dir)
-    items = [AceItem(t.id, t.category, t.messages, gold[t.id]) for t in prep.tasks if t.id in gold]
+    items = [AceItem(t.id, t.category, t.messages, gold[t.id], t.tools) for t in prep.tasks if t.id in gold]
     return AceSet(items, sorted({i.category for i in items}), prep.data_files, left_out)
 
 
@@ -201,7 +203,8 @@ def _completions(items: Sequence[AceItem], backend: Backend, seed: int, sampling
         out += [(i, "") for i in todo if not has(i.id) and not partial]
         todo = [i for i in todo if has(i.id)]
     reqs = [GenerationRequest(i.messages, temperature=sampling.temperature,
-                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=i.id) for i in todo]
+                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=i.id, tools=i.tools)
+            for i in todo]
     for idx, outputs in generate_in_chunks(backend, reqs, sampling.batch_size):
         out += [(todo[j], texts[0] if texts else "") for j, texts in zip(idx, outputs)]
     return out
@@ -234,6 +237,7 @@ def evaluate_ace(
     options = (options or AceOptions()).validate()
     if isinstance(backends, Backend):
         backends = [(0, backends)]
+    check_local_tool_support(backends, controls)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cer = make_cer(student, controls, options, cache_path or out / V_BASE_FILE)
@@ -259,7 +263,8 @@ def evaluate_ace(
                     chunk = pairs[start : start + options.cer_batch_size]
                     values = cer.batch([t for _, t in chunk], [i.gold for i, _ in chunk],
                                        prompt=[i.messages for i, _ in chunk],
-                                       sample_id=[i.key for i, _ in chunk])
+                                       sample_id=[i.key for i, _ in chunk],
+                                       **{CHAT_TOOLS_COLUMN: [i.tools for i, _ in chunk]})
                     for (item, _), r in zip(chunk, values):
                         v_base = cer.cache.get(item.key, cer.student_name) or 0.0
                         log.add({"id": item.id, "category": item.category, "seed": seed, "r_cer": r,

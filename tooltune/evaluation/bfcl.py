@@ -17,13 +17,13 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tooltune.config import unknown_name
 from tooltune.data.sources.types import tool_spec_from_source
+from tooltune.environments.bfcl import bfcl_environment
 from tooltune.evaluation.bfcl_truth import single_turn_calls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
@@ -56,16 +56,6 @@ registered BFCL model key whose `underscore_to_dot` flag makes the checker expec
 
 _SAMPLE_CATEGORY = {"simple": "simple", "multiple": "multiple", "parallel_multiple": "parallel_multiple",
                     "parallel": "parallel", "irrelevance": "irrelevance", "relevance": "multiple"}
-
-
-def bfcl_environment(project_root: str | os.PathLike | None = None) -> str:
-    """Point `BFCL_PROJECT_ROOT` at a scratch folder (unless already set) before `bfcl_eval` is imported."""
-    if project_root is not None:
-        os.environ["BFCL_PROJECT_ROOT"] = str(project_root)
-    elif not os.environ.get("BFCL_PROJECT_ROOT"):
-        os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="tooltune-bfcl-")
-    os.makedirs(os.environ["BFCL_PROJECT_ROOT"], exist_ok=True)
-    return os.environ["BFCL_PROJECT_ROOT"]
 
 
 def expand_categories(spec: str | Iterable[str] | None) -> list[str]:

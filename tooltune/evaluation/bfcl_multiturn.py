@@ -30,7 +30,7 @@ from tooltune.evaluation.bfcl_truth import parse_call_string
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest
 from tooltune.parsing import parse_completion
-from tooltune.prompts import grammar_for, python_literal, render_answer, render_prompt
+from tooltune.prompts import grammar_for, prompt_tools, python_literal, render_answer, render_prompt
 from tooltune.schema import Sample, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,8 @@ class MultiTurnRun:
         messages = render_prompt(sample, c.template, history=c.history, keep_reasoning=c.keep_reasoning,
                                  system_prompt=c.system_prompt)
         return GenerationRequest(messages, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
-                                 seed=c.seed, id=self.e.id, meta={"turn": self.turn, "step": self.step})
+                                 seed=c.seed, id=self.e.id, meta={"turn": self.turn, "step": self.step},
+                                 tools=prompt_tools(sample, c.template))
 
     def feed(self, text: str) -> None:
         # deferred: bfcl-eval loads every model handler at import (seconds)

@@ -38,7 +38,13 @@ from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import check_history_reasoning, get_template, render_prompt
+from tooltune.prompts import (
+    check_history_reasoning,
+    check_tool_support,
+    get_template,
+    prompt_tools,
+    render_prompt,
+)
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
@@ -109,12 +115,14 @@ class RunOptions:
 
 @dataclass
 class Task:
-    """One single-turn item: the prompt to complete and how to score a completion."""
+    """One single-turn item: the prompt to complete and how to score a completion; `tools` go to the
+    chat template with the prompt (``native``: `tooltune.prompts.prompt_tools`; None otherwise)."""
 
     id: str
     category: str
     messages: list[dict[str, Any]]
     score: Callable[[str], Verdict]
+    tools: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -146,9 +154,11 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
         cats = bfcl.expand_categories(categories)
         entries = bfcl.load_entries(cats)
         scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
-        tasks = [Task(e.id, e.category, _render(bfcl.entry_sample(e, controls.name_style), controls),
-                      (lambda text, e=e: scorer.score(e, text)))
-                 for e in entries if e.category not in MULTI_TURN]
+        samples = [(e, bfcl.entry_sample(e, controls.name_style))
+                   for e in entries if e.category not in MULTI_TURN]
+        tasks = [Task(e.id, e.category, _render(s, controls), (lambda text, e=e: scorer.score(e, text)),
+                      prompt_tools(s, controls.template))
+                 for e, s in samples]
         multi = [e for e in entries if e.category in MULTI_TURN]
         return Prepared(tasks, multi, bfcl.scores, bfcl.data_files(cats))
     data_dir = benchmark_data_dir(benchmark, data_dir)
@@ -157,7 +167,8 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
             categories.split(",") if isinstance(categories, str) else list(categories))
         pairs = apibank.load_samples(data_dir, levels)
         tasks = [Task(s.id, lv, _render(s, controls),
-                      (lambda text, s=s, lv=lv: apibank.score(s, lv, text, controls.template, controls.mode)))
+                      (lambda text, s=s, lv=lv: apibank.score(s, lv, text, controls.template, controls.mode)),
+                      prompt_tools(s, controls.template))
                  for lv, s in pairs]
         return Prepared(tasks, [], apibank.scores, apibank.data_files(data_dir, levels))
     # acebench, the one benchmark left
@@ -170,7 +181,8 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
     pairs = acebench.load_samples(data_dir, cats)
     extra = acebench.SYSTEM_SUFFIX
     tasks = [Task(s.id, c, _render(s, controls, extra),
-                  (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)))
+                  (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)),
+                  prompt_tools(s, controls.template))
              for c, s in pairs]
     kept = [c for c in cats if c not in skipped]
     return Prepared(tasks, agent, acebench.scores, acebench.data_files(data_dir, kept), extra,
@@ -205,7 +217,8 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
                 record(Verdict(t.id, t.category, False, "missing_prediction"))
         todo = [t for t in todo if has(t.id)]
     reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
-                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id) for t in todo]
+                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id, tools=t.tools)
+            for t in todo]
     for idx, outputs in generate_in_chunks(backend, reqs, sampling.batch_size):
         for i, texts in zip(idx, outputs):
             text = texts[0] if texts else ""
@@ -244,12 +257,23 @@ def predictions_sha256(backend: Backend) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def check_local_tool_support(backends: Sequence[tuple[int, Backend]], controls: Controls) -> None:
+    """Under a template whose tools go to the chat template (``native``), refuse a local model whose chat
+    template cannot render them (`check_tool_support`); an endpoint's template is the server's."""
+    for _, backend in backends:
+        tokenizer = getattr(backend, "tokenizer", None)
+        if tokenizer is not None:
+            check_tool_support(tokenizer, controls.template, where="controls.template")
+
+
 def _check_reasoning_history(
     prep: Prepared, backends: Sequence[tuple[int, Backend]], controls: Controls
 ) -> None:
-    """Refuse a run whose record would say earlier reasoning is kept while the local model's chat template
-    drops it (only entries with earlier assistant turns are affected; an endpoint applies its template
-    server-side and cannot be checked)."""
+    """Refuse a local model whose chat template cannot render the tools (`check_local_tool_support`), and
+    a run whose record would say earlier reasoning is kept while the local model's chat template drops it
+    (only entries with earlier assistant turns are affected). An endpoint applies its template
+    server-side and cannot be checked."""
+    check_local_tool_support(backends, controls)
     has_history = bool(prep.multi_turn) or any(
         m.get("role") == "assistant" for t in prep.tasks for m in t.messages)
     if not has_history:

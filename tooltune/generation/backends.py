@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tooltune.models.loading import load_model_and_tokenizer
+from tooltune.parsing import get_grammar
 from tooltune.prompts import render_answer
+from tooltune.schema import SchemaError, ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +37,9 @@ class GenerationRequest:
 
     `id` and `meta` do not change what a model sees; they let the replay and scripted backends find
     the answer for this request (`meta` keys "turn" and "step" address one step of a multi-turn entry).
+    `tools` are OpenAI-style function schemas for the chat template (``apply_chat_template(tools=…)``),
+    set under a template whose tools are not in the messages (``native``,
+    `tooltune.prompts.prompt_tools`); the replay and scripted backends ignore them.
     """
 
     messages: list[dict]
@@ -45,6 +50,7 @@ class GenerationRequest:
     seed: int | None = None
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict] | None = None
 
 
 @runtime_checkable
@@ -72,7 +78,8 @@ class HFBackend:
     Prompts are left-padded so that every row ends at the generation point. Requests are grouped by
     their sampling settings (n, temperature, max_new_tokens, seed); each group is generated after
     `torch.manual_seed(seed)`, so a seeded request gives the same text for the same batch composition.
-    `prefix` is appended after the generation prompt and is not repeated in the output.
+    `prefix` is appended after the generation prompt and is not repeated in the output; a request's
+    `tools` go to the chat template.
     """
 
     def __init__(
@@ -113,8 +120,9 @@ class HFBackend:
                            self.name, needed, limit)
 
     def prompt_text(self, request: GenerationRequest) -> str:
+        extra = {"tools": request.tools} if request.tools else {}
         text = self.tokenizer.apply_chat_template(
-            request.messages, tokenize=False, add_generation_prompt=True
+            request.messages, tokenize=False, add_generation_prompt=True, **extra
         )
         return text + request.prefix
 
@@ -171,6 +179,47 @@ class HFBackend:
 _RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
 
+def openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`messages` in the chat-completions form: an assistant turn's ``tool_calls`` get ids (``call_0``,
+    ``call_1``, … unless they have one) and JSON-string arguments, and each ``tool`` message after it the
+    id of the call it answers, in order."""
+    out, pending, n = [], [], 0
+    for msg in messages:
+        m = dict(msg)
+        if m.get("role") == "assistant" and m.get("tool_calls"):
+            calls = []
+            for call in m["tool_calls"]:
+                f = call.get("function", call)
+                args = f.get("arguments", {})
+                calls.append({"id": call.get("id") or f"call_{n}", "type": "function", "function": {
+                    "name": f.get("name"),
+                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
+                n += 1
+            m["tool_calls"], pending = calls, [c["id"] for c in calls]
+        elif m.get("role") == "tool" and pending and "tool_call_id" not in m:
+            m["tool_call_id"] = pending.pop(0)
+        out.append(m)
+    return out
+
+
+def hermes_text(tool_calls: Sequence[Any]) -> str:
+    """Structured ``tool_calls`` of a chat-completions reply as hermes ``<tool_call>`` blocks, one per call,
+    arguments decoded from their JSON string. A call that is not a name with a JSON object of arguments
+    keeps them as sent, so its block fails to parse as the model's malformed call would."""
+    open_tag, close_tag = get_grammar("hermes").call or ("", "")
+    blocks = []
+    for call in tool_calls:
+        f = call.get("function", call) if isinstance(call, Mapping) else {}
+        try:
+            blocks.append(render_answer([ToolCall.from_dict(f)], "hermes"))
+        except SchemaError:
+            args = f.get("arguments")
+            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            name = json.dumps(f.get("name"), ensure_ascii=False)
+            blocks.append(f'{open_tag}\n{{"name": {name}, "arguments": {raw}}}\n{close_tag}')
+    return "\n".join(blocks)
+
+
 class OpenAIBackend:
     """Chat completions from an OpenAI-compatible server, several requests at once (threads).
 
@@ -181,6 +230,11 @@ class OpenAIBackend:
     asked again until n texts are collected. Reasoning returned separately by reasoning parsers
     (`reasoning_content` / `reasoning`) is put back in front as `<think>...</think>` when
     `reasoning_tag` is set.
+
+    A request with `tools` sends them as the body's ``tools`` and its history in the chat-completions
+    form (`openai_messages`); structured ``tool_calls`` in a reply (a server with a tool-call parser)
+    come back as hermes ``<tool_call>`` blocks after the text (`hermes_text`), the form the ``native``
+    template parses.
     """
 
     def __init__(
@@ -209,8 +263,10 @@ class OpenAIBackend:
                                 "temperature": r.temperature, "max_tokens": r.max_new_tokens}
         if r.seed is not None:
             body["seed"] = r.seed
+        if r.tools:
+            body.update(tools=list(r.tools), messages=openai_messages(r.messages))
         if r.prefix:
-            body["messages"] = [*r.messages, {"role": "assistant", "content": r.prefix}]
+            body["messages"] = [*body["messages"], {"role": "assistant", "content": r.prefix}]
             body.update(continue_final_message=True, add_generation_prompt=False)
         body.update(self.extra_body)
         return body
@@ -246,6 +302,8 @@ class OpenAIBackend:
         msg = choice.get("message") or {}
         text = msg.get("content") or choice.get("text") or ""
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        if msg.get("tool_calls"):
+            text = "\n".join(t for t in (text, hermes_text(msg["tool_calls"])) if t)
         if reasoning and self.reasoning_tag:
             text = f"<{self.reasoning_tag}>{reasoning}</{self.reasoning_tag}>\n{text}"
         return text

@@ -18,7 +18,7 @@ from tooltune import config as config_mechanism
 from tooltune.config import option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
-from tooltune.prompts import grammar_for, render_prompt
+from tooltune.prompts import grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall, calls_from_any
 
 ChunkCallback = Callable[[range, list[list[float]]], None]
@@ -87,6 +87,7 @@ def score_prompts(
     require_format: bool = True,
     on_chunk: ChunkCallback | None = None,
     progress: str | None = None,
+    tools: Sequence[list[dict[str, Any]] | None] | None = None,
 ) -> list[list[float]]:
     """Exact-match rewards of `n` completions for each rendered prompt against its answer.
 
@@ -94,16 +95,22 @@ def score_prompts(
     `template` names the grammar the completions are parsed with; `sampling` defaults to `Sampling()`
     (the evaluation protocol, temperature 0.7; pass `Sampling(temperature=0)` for greedy). `seeds` is
     one seed for every request or one per prompt; `progress` names a progress bar (none when None).
+    `tools` is one chat-template tool list per prompt (`tooltune.prompts.prompt_tools`, None for a prompt
+    without), for a template whose tools go to the chat template (``native``); the backend passes them
+    to the chat template.
     """
     sampling = sampling or Sampling()
     grammar = grammar_for(template)
     gold: list[list[ToolCall]] = [calls_from_any(a, f"answers[{i}]") for i, a in enumerate(answers)]
     if len(gold) != len(prompts):
         raise ValueError(f"answers: expected one per prompt ({len(prompts)}), got {len(gold)}")
+    if tools is not None and len(tools) != len(prompts):
+        raise ValueError(f"tools: expected one list per prompt ({len(prompts)}), got {len(tools)}")
     requests = [
         GenerationRequest(messages=list(p), n=n, temperature=sampling.temperature,
                           max_new_tokens=sampling.max_new_tokens, seed=seed,
-                          id=ids[i] if ids is not None else None)
+                          id=ids[i] if ids is not None else None,
+                          **({"tools": tools[i]} if tools is not None and tools[i] else {}))
         for i, (p, seed) in enumerate(zip(prompts, _seeds(seeds, len(prompts))))
     ]
     rewards: list[list[float]] = [[] for _ in requests]
@@ -141,8 +148,9 @@ def score_samples(
 
     Returns one list of n rewards (1.0 or 0.0) per sample, in order."""
     prompts = [render_prompt(s, template, history, keep_reasoning, system_prompt) for s in samples]
+    tools = [prompt_tools(s, template) for s in samples]
     return score_prompts(
         backend, prompts, [s.answer for s in samples], template, n, sampling, seeds=seeds,
         ids=[s.id for s in samples], mode=mode, require_format=require_format, on_chunk=on_chunk,
-        progress=progress,
+        progress=progress, tools=tools if any(tools) else None,
     )

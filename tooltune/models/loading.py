@@ -6,6 +6,7 @@ the same way why a model cannot be loaded on an offline machine.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -14,6 +15,9 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+ADAPTER_CONFIG = "adapter_config.json"
+"""The file that marks a folder as a PEFT (LoRA) adapter instead of a full model."""
 
 
 class ModelLoadError(RuntimeError):
@@ -49,7 +53,9 @@ def load_model_and_tokenizer(
 
     Args:
         name_or_path: a directory holding `config.json` + weights + tokenizer files (e.g. from
-            `build_tiny_model` or `hf download <id> --local-dir <dir>`), or a Hub model id.
+            `build_tiny_model` or `hf download <id> --local-dir <dir>`), a directory holding a PEFT
+            (LoRA) adapter (`adapter_config.json`: its base model is loaded and the adapter merged in),
+            or a Hub model id.
         dtype: `None` (the library default, float32), `"auto"` (the checkpoint's dtype), `"float32"`,
             `"float16"`, `"bfloat16"` or a `torch.dtype`.
         device: e.g. `"cpu"`, `"cuda"`, `"cuda:1"`; `None` leaves the model where it was loaded (CPU).
@@ -58,7 +64,9 @@ def load_model_and_tokenizer(
 
     A tokenizer without a pad token gets its eos token as pad token. Hub ids are fetched (or taken from
     the local cache) by `transformers`; with `HF_HUB_OFFLINE=1` only the cache is consulted. Failures
-    raise `ModelLoadError` stating whether the path is missing, the Hub unreachable, or files incomplete.
+    raise `ModelLoadError` stating whether the path is missing, the Hub unreachable, or files incomplete
+    (for an adapter: which base model it needs). A model from a local directory gets that directory's
+    absolute path as `name_or_path`, so an adapter trained on it records where its base model is.
     """
     # deferred: transformers takes seconds to import
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -68,6 +76,8 @@ def load_model_and_tokenizer(
     is_local = path.is_dir()
     if not is_local and (path.exists() or source.startswith((".", "/", "~")) or source.count("/") > 1):
         raise ModelLoadError(f"model path {source!r} is not a directory holding a saved model")
+    if is_local and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file():
+        return _load_adapter(path, dtype, device, padding_side, trust_remote_code)
     if is_local and not (path / "config.json").is_file():
         raise ModelLoadError(f"model directory {source!r} has no config.json (not a saved HF model?)")
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
@@ -95,7 +105,65 @@ def load_model_and_tokenizer(
         tokenizer.pad_token = tokenizer.eos_token
     if padding_side is not None:
         tokenizer.padding_side = padding_side
+    if is_local:  # an adapter trained on this model records where its base is, wherever it is loaded from
+        model.name_or_path = str(path.resolve())
     if device is not None:
         model = model.to(device)
     logger.info("loaded %s (%s, dtype %s) on %s", source, type(model).__name__, model.dtype, model.device)
+    return model, tokenizer
+
+
+def adapter_base(folder: str | Path) -> str:
+    """The base model of the PEFT adapter in `folder` (`base_model_name_or_path` of its
+    adapter_config.json): a hub id, or a folder; a relative folder that does not exist from here is
+    looked up beside the adapter. ModelLoadError when it is not recorded."""
+    folder = Path(folder)
+    try:
+        settings = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        base = settings.get("base_model_name_or_path") if isinstance(settings, dict) else None
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{folder / ADAPTER_CONFIG}: cannot read it ({e})") from e
+    if not base:
+        raise ModelLoadError(
+            f"adapter {str(folder)!r}: {ADAPTER_CONFIG} names no base model (base_model_name_or_path)"
+        )
+    p = Path(base).expanduser()
+    if not p.is_absolute() and not p.exists() and (folder / p).is_dir():
+        return str(folder / p)
+    return str(base)
+
+
+def _load_adapter(
+    folder: Path, dtype: Any, device: str | None, padding_side: str | None, trust_remote_code: bool
+) -> tuple[Any, Any]:
+    """A LoRA (PEFT) adapter folder: its base model with the adapter merged in, and the adapter folder's
+    tokenizer (the base's when the folder has none)."""
+    from peft import PeftModel  # deferred: peft imports transformers
+    from transformers import AutoTokenizer  # deferred: transformers takes seconds to import
+
+    base = adapter_base(folder)
+    merged = folder / "merged"
+    has_merged = (merged / "config.json").is_file()
+    hint = f"; {merged} holds the model with the adapter merged in" if has_merged else ""
+    try:
+        model, tokenizer = load_model_and_tokenizer(base, dtype, None, padding_side, trust_remote_code)
+    except ModelLoadError as e:
+        raise ModelLoadError(
+            f"adapter {str(folder)!r} needs its base model {base!r} (base_model_name_or_path in "
+            f"{ADAPTER_CONFIG}), which cannot be loaded ({e}){hint}"
+        ) from e
+    if (folder / "tokenizer_config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=trust_remote_code)
+        if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if padding_side is not None:
+            tokenizer.padding_side = padding_side
+    try:
+        model = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    except (OSError, ValueError, RuntimeError) as e:
+        raise ModelLoadError(f"could not load the adapter in {str(folder)!r} onto {base!r}: {e}") from e
+    model.name_or_path = str(folder.resolve())
+    if device is not None:
+        model = model.to(device)
+    logger.info("loaded adapter %s on %s (%s, dtype %s)", folder, base, type(model).__name__, model.dtype)
     return model, tokenizer

@@ -38,11 +38,38 @@ PAD_TOKEN = "<|endoftext|>"
 # carries `tool_calls` (ours: {"name","arguments"}; OpenAI: {"function": {...}}) is rendered as a Tool-N1
 # call block, so OpenAI-style histories still render; the project's prompt renderer normally puts the
 # template-specific text into `content` itself.
+# With `tools` (apply_chat_template(..., tools=[...]), the `native` prompt template) it renders as
+# Qwen2.5's template does, in fewer words: the tools as JSON inside <tools></tools> in the system turn
+# (after the system message's own text), an assistant turn's `tool_calls` after its content as one
+# <tool_call>\n{"name": …, "arguments": …}\n</tool_call> block per call (the hermes grammar), and
+# consecutive tool results as <tool_response> blocks inside one user turn. Without tools the output is
+# exactly that of the template without tool support.
 CHAT_TEMPLATE = (
+    "{%- if tools -%}"
+    "{{- '<|im_start|>system\n' -}}"
+    "{%- if messages and messages[0]['role'] == 'system' and messages[0]['content'] is string"
+    " and messages[0]['content'] -%}"
+    "{{- messages[0]['content'] + '\n\n' -}}"
+    "{%- endif -%}"
+    "{{- '# Tools\n<tools>' -}}"
+    "{%- for tool in tools -%}{{- '\n' + (tool | tojson) -}}{%- endfor -%}"
+    "{{- '\n</tools>\nCall a tool with <tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call>, one block per call.<|im_end|>\n' -}}"
+    "{%- endif -%}"
     "{%- for message in messages -%}"
     "{%- set content = message['content'] if message['content'] is string else '' -%}"
-    "{%- if message['role'] == 'assistant' -%}"
-    "{%- if not content and message['tool_calls'] is defined and message['tool_calls'] -%}"
+    "{%- if tools and loop.first and message['role'] == 'system' -%}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{%- if tools and message['tool_calls'] is defined and message['tool_calls'] -%}"
+    "{%- set ns = namespace(text=content) -%}"
+    "{%- for call in message['tool_calls'] -%}"
+    "{%- set f = call['function'] if call['function'] is defined else call -%}"
+    "{%- set args = f['arguments'] if f['arguments'] is string else (f['arguments'] | tojson) -%}"
+    "{%- set ns.text = ns.text + ('\n' if ns.text else '') + '<tool_call>\n{\"name\": '"
+    " + (f['name'] | tojson) + ', \"arguments\": ' + args + '}\n</tool_call>' -%}"
+    "{%- endfor -%}"
+    "{%- set content = ns.text -%}"
+    "{%- elif not content and message['tool_calls'] is defined and message['tool_calls'] -%}"
     "{%- set ns = namespace(calls=[]) -%}"
     "{%- for call in message['tool_calls'] -%}"
     "{%- set f = call['function'] if call['function'] is defined else call -%}"
@@ -53,6 +80,12 @@ CHAT_TEMPLATE = (
     "{{- '<|im_start|>assistant\n' -}}"
     "{% generation %}{{- content + '<|im_end|>' -}}{% endgeneration %}"
     "{{- '\n' -}}"
+    "{%- elif tools and message['role'] == 'tool' -%}"
+    "{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' -%}"
+    "{{- '<|im_start|>user' -}}"
+    "{%- endif -%}"
+    "{{- '\n<tool_response>\n' + content + '\n</tool_response>' -}}"
+    "{%- if loop.last or messages[loop.index0 + 1]['role'] != 'tool' -%}{{- '<|im_end|>\n' -}}{%- endif -%}"
     "{%- else -%}"
     "{{- '<|im_start|>' + message['role'] + '\n' + content + '<|im_end|>\n' -}}"
     "{%- endif -%}"

@@ -1,5 +1,6 @@
-"""Prompt templates and history rendering: Sample -> chat messages, calls -> answer text, and the check
-that a chat template keeps the reasoning history that rendering kept."""
+"""Prompt templates and history rendering: Sample -> chat messages, calls -> answer text, the checks
+that a chat template keeps the reasoning history that rendering kept, and that it can render the tools
+of the ``native`` template (the model's own tool format)."""
 
 from tooltune.prompts.chat_template import (
     PROBE_MARKER,
@@ -7,6 +8,16 @@ from tooltune.prompts.chat_template import (
     check_history_reasoning,
     history_reasoning_survives,
     render_chat,
+)
+from tooltune.prompts.native import (
+    CHAT_TOOLS_COLUMN,
+    ChatToolsUnsupported,
+    chat_tools,
+    check_tool_support,
+    prompt_tools,
+    prompt_tools_json,
+    row_tools,
+    tool_support_problem,
 )
 from tooltune.prompts.render import HISTORY_MODES, render_prompt, render_target
 from tooltune.prompts.templates import (
@@ -26,18 +37,24 @@ from tooltune.prompts.templates import (
 )
 
 __all__ = [
+    "CHAT_TOOLS_COLUMN",
     "HISTORY_MODES",
     "PROBE_MARKER",
     "TEMPLATES",
     "BfclPromptError",
+    "ChatToolsUnsupported",
     "PromptTemplate",
     "ReasoningHistoryLost",
     "bfcl_default_system",
+    "chat_tools",
     "check_history_reasoning",
+    "check_tool_support",
     "get_template",
     "grammar_for",
     "system_prompt_text",
     "history_reasoning_survives",
+    "prompt_tools",
+    "prompt_tools_json",
     "python_calls",
     "python_literal",
     "register_template",
@@ -45,6 +62,8 @@ __all__ = [
     "render_chat",
     "render_prompt",
     "render_target",
+    "row_tools",
     "tool_signatures",
+    "tool_support_problem",
     "tools_block",
 ]

@@ -73,9 +73,13 @@ def _environment() -> ImmutableSandboxedEnvironment:
 
 
 def render_chat(
-    chat_template: Any, messages: list[dict[str, Any]], add_generation_prompt: bool = True
+    chat_template: Any,
+    messages: list[dict[str, Any]],
+    add_generation_prompt: bool = True,
+    tools: list[dict[str, Any]] | None = None,
 ) -> str:
-    """`messages` as the text the model reads, through a tokenizer's chat template or a template source."""
+    """`messages` as the text the model reads, through a tokenizer's chat template or a template source;
+    `tools` (OpenAI-style function schemas) go to the template's ``tools`` variable."""
     if not isinstance(chat_template, str):
         apply = getattr(chat_template, "apply_chat_template", None)
         if apply is None:
@@ -84,9 +88,11 @@ def render_chat(
             )
         if not getattr(chat_template, "chat_template", None):
             raise ValueError("the tokenizer has no chat template")
-        return apply(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+        extra = {"tools": tools} if tools is not None else {}
+        return apply(messages, tokenize=False, add_generation_prompt=add_generation_prompt, **extra)
     return _environment().from_string(chat_template).render(
-        messages=messages, add_generation_prompt=add_generation_prompt, tools=None, bos_token="", eos_token=""
+        messages=messages, add_generation_prompt=add_generation_prompt, tools=tools, bos_token="",
+        eos_token="",
     )
 
 

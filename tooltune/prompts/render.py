@@ -3,7 +3,9 @@
 arXiv 2606.00135 shows that multi-turn scores move with how history is serialized, so both forms
 are first-class and every caller states its choice:
 - ``native``: each earlier turn keeps its role; earlier assistant calls are rendered in the
-  template's grammar and tool results are ``tool`` messages, for the tokenizer's chat template.
+  template's grammar and tool results are ``tool`` messages, for the tokenizer's chat template. Under
+  a template whose tools go to the chat template (``native``), earlier calls are OpenAI-style
+  ``tool_calls`` of the assistant message instead, and the chat template writes them itself.
 - ``context``: the whole history is written out inside one user turn.
 ``keep_reasoning`` keeps or drops the reasoning of earlier assistant turns (Qwen3 drops it). Kept
 reasoning is only ever the data's own (an assistant message's ``reasoning``): an earlier turn without
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tooltune.prompts.templates import get_template, render_answer
+from tooltune.prompts.templates import _clean_reasoning, get_template, render_answer
 from tooltune.schema import Sample, calls_from_any
 
 HISTORY_MODES = ("native", "context")
@@ -37,6 +39,21 @@ def _assistant_text(msg: dict[str, Any], template: str, keep_reasoning: bool) ->
                          include_reasoning=keep_reasoning, fill_reasoning=False)
 
 
+def _tool_call_message(msg: dict[str, Any], keep_reasoning: bool) -> dict[str, Any]:
+    """An earlier assistant turn for a chat template that writes calls itself: its calls as OpenAI-style
+    ``tool_calls`` and, when `keep_reasoning` is set, its own reasoning as the content."""
+    calls = calls_from_any(msg.get("tool_calls") or [])
+    if not calls and not msg.get("tool_calls"):
+        return {"role": "assistant", "content": msg.get("content", "")}  # a plain text reply
+    reasoning = msg.get("reasoning") if keep_reasoning else None
+    return {
+        "role": "assistant",
+        "content": _clean_reasoning(reasoning) if isinstance(reasoning, str) else "",
+        "tool_calls": [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                       for c in calls],
+    }
+
+
 def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
     systems = [m["content"] for m in sample.messages if m["role"] == "system" and m["content"].strip()]
     return systems, [m for m in sample.messages if m["role"] != "system"]
@@ -48,25 +65,31 @@ def render_prompt(
     history: str = "native",
     keep_reasoning: bool = True,
     system_prompt: str | None = None,
-) -> list[dict[str, str]]:
-    """Chat messages (system first) that ask the model for `sample`'s answer.
+) -> list[dict[str, Any]]:
+    """Chat messages (system first, when there is system text) that ask the model for `sample`'s answer.
 
     `system_prompt` replaces the template's system text (a system-prompt variant under evaluation);
     a ``{tools}`` placeholder in it receives the tool list. A sample's own system messages are
-    appended to the template's system text.
+    appended to the template's system text. A template whose tools go to the chat template
+    (`PromptTemplate.chat_tools`) leaves them out of the messages: `tooltune.prompts.native.prompt_tools`
+    gives them to whoever applies the chat template.
     """
     if history not in HISTORY_MODES:
         raise ValueError(f"unknown history mode {history!r}; expected one of {HISTORY_MODES}")
     tpl = get_template(template)
     systems, turns = _history(sample)
-    system = "\n\n".join([tpl.system_prompt(sample.tools, system_prompt), *systems])
-    messages: list[dict[str, str]] = [{"role": "system", "content": system}]
+    system = "\n\n".join(t for t in (tpl.system_prompt(sample.tools, system_prompt), *systems) if t)
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     if history == "native":
         for m in turns:
-            if m["role"] == "assistant":
+            if m["role"] == "assistant" and tpl.chat_tools:
+                messages.append(_tool_call_message(m, keep_reasoning))
+            elif m["role"] == "assistant":
                 messages.append(
                     {"role": "assistant", "content": _assistant_text(m, template, keep_reasoning)}
                 )
+            elif m["role"] == "tool" and tpl.chat_tools and m.get("name"):
+                messages.append({"role": "tool", "name": m["name"], "content": m["content"]})
             elif m["role"] == "tool":
                 messages.append({"role": "tool", "content": m["content"]})
             else:

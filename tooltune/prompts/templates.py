@@ -21,6 +21,11 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
 - ``tool_n1_compact``: Tool-N1's grammar with a system text short enough for a tiny model (the full
   instructions would triple the prompt length), tools as one-line signatures and a one-line reasoning
   that names the calls (the quickstart's template).
+- ``native``: the model's own tool format. The system text holds no tool list: the tools travel as
+  OpenAI-style function schemas to the tokenizer's chat template (``apply_chat_template(messages,
+  tools=…)``, `tooltune.prompts.native`), which lists them as the model was trained to read them;
+  answers are in the ``hermes`` grammar (one ``<tool_call>`` JSON object per call, free text elsewhere,
+  a plain text reply when no call is made), the format Qwen2.5 and Qwen3 templates write.
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
 to grammars.
@@ -45,7 +50,8 @@ TAGS = tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.r
 """Every tag of every grammar: stripped from reasoning text and escaped inside rendered JSON."""
 
 TOOLRL_NO_CALL_REPLY = "None of the available tools can help with this request."
-"""The `<response>` of a ToolRL-format answer that makes no call (the data has no reply text)."""
+"""The `<response>` of a ToolRL-format answer that makes no call, and the plain reply of a ``native`` one
+(the data has no reply text)."""
 
 
 def tools_block(tools: Sequence[ToolSpec]) -> str:
@@ -86,8 +92,15 @@ def tools_json_list(tools: Sequence[ToolSpec]) -> str:
     return json.dumps([t.to_dict() for t in tools], indent=4)
 
 
-TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures, "json_list": tools_json_list}
-"""How a template lists the offered tools inside its system prompt."""
+def no_tools_listing(tools: Sequence[ToolSpec]) -> str:
+    """Nothing: the chat template lists the tools (`tooltune.prompts.native.chat_tools`)."""
+    return ""
+
+
+TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures, "json_list": tools_json_list,
+                "chat_template": no_tools_listing}
+"""How a template lists the offered tools inside its system prompt (``chat_template``: not at all; the
+tools go to the tokenizer's chat template, and a ``{tools}`` placeholder is left empty)."""
 
 
 TOOL_N1_SYSTEM = """You are an assistant that completes the user's task by calling tools when they help.
@@ -275,6 +288,8 @@ def render_answer(
         r = r or (default_reasoning or _default_reasoning_r2if)(calls)
         return f"{grammar.reasoning[0]}\n{r}\n{grammar.reasoning[1]}\n{block}"
     if grammar.name == "hermes":
+        if not r and include_reasoning and default_reasoning is not None:
+            r = _clean_reasoning(default_reasoning(calls))
         blocks = "\n".join(f"{grammar.call[0]}\n{_json_calls([c])[1:-1]}\n{grammar.call[1]}" for c in calls)
         return "\n".join(x for x in (r, blocks) if x)
     if grammar.name == "toolrl":
@@ -310,6 +325,11 @@ class PromptTemplate:
         src = self.system_source
         return src if isinstance(src, str) else src()
 
+    @property
+    def chat_tools(self) -> bool:
+        """The tools go to the tokenizer's chat template (``tools=``), not into the system text."""
+        return self.tools_format == "chat_template"
+
     def system_prompt(self, tools: Sequence[ToolSpec], override: str | None = None) -> str:
         """The system text with the tool list filled in; `override` replaces the template's text."""
         text = self.system if override is None else override
@@ -341,6 +361,12 @@ TOOL_N1_COMPACT_SYSTEM = (
     "in <tool_call></tool_call> ([] if no tool fits)."
 )
 
+def _native_reply(calls: Sequence[ToolCall]) -> str:
+    """No text before the calls (as a chat template writes an assistant turn with calls); the fixed reply
+    `TOOLRL_NO_CALL_REPLY` when there is no call."""
+    return "" if calls else TOOLRL_NO_CALL_REPLY
+
+
 TEMPLATES: dict[str, PromptTemplate] = {
     "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM, GRAMMARS["tool_n1"]),
     "r2if": PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
@@ -350,6 +376,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
     "tool_n1_compact": PromptTemplate(
         "tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures", _compact_reasoning
     ),
+    "native": PromptTemplate("native", "", GRAMMARS["hermes"], "chat_template", _native_reply),
 }
 
 

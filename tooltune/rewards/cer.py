@@ -24,6 +24,8 @@ without the model. All continuations and missing baselines of a
 training batch go to the student in one `generate` call; rollouts of one prompt whose reasoning is
 word for word the same share one set of K continuations (v depends on nothing else). Needs the
 `prompt` column (chat messages) and, for caching, `sample_id` (without it the prompt's hash is the key).
+Under a template whose tools go to the chat template (``native``) the rows' ``chat_tools`` column
+(`tooltune.prompts.row_tools`) goes with the prompt to the student.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tqdm.auto import tqdm
 
 from tooltune.generation import BackendConfig, GenerationRequest, backend_config, make_backend
 from tooltune.parsing import get_grammar
+from tooltune.prompts import CHAT_TOOLS_COLUMN, row_tools
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls, row_columns
 from tooltune.rewards.binary import calls_correct
 from tooltune.schema import ToolCall
@@ -174,7 +177,9 @@ class CERReward(Reward):
     def prefix(self, reasoning: str) -> str:
         return get_grammar(self.grammar).continuation_prefix(reasoning)
 
-    def _request(self, prompt: Any, prefix: str, key: str, kind: str) -> GenerationRequest:
+    def _request(
+        self, prompt: Any, prefix: str, key: str, kind: str, tools: list[dict] | None = None
+    ) -> GenerationRequest:
         return GenerationRequest(
             messages=list(prompt),
             n=self.k,
@@ -184,6 +189,7 @@ class CERReward(Reward):
             seed=self.seed,
             id=key,
             meta={"cer": kind},
+            tools=tools,
         )
 
     def _successes(self, prefix: str, texts: Sequence[str], gold: list[ToolCall]) -> int:
@@ -218,6 +224,7 @@ class CERReward(Reward):
                     "prompt": prompt,
                     "gold": gold,
                     "key": sample_key(cols.get("sample_id"), prompt),
+                    "tools": row_tools(cols),
                     "reasoning": parsed.reasoning if parsed.format_ok and parsed.reasoning else None,
                 }
             )
@@ -230,16 +237,16 @@ class CERReward(Reward):
                 continue
             if row["key"] not in seen and self.cache.get(row["key"], student) is None:
                 seen.add(row["key"])
-                requests.append(self._request(row["prompt"], base_prefix, row["key"], "base"))
+                requests.append(self._request(row["prompt"], base_prefix, row["key"], "base", row["tools"]))
                 jobs.append(("base", row["key"], row))
             cont = (row["key"], row["reasoning"])
             # Rollouts of one prompt often share their reasoning word for word: v(R | Q, T) depends on
             # nothing else, so one set of K continuations serves them all.
             if row["reasoning"] is not None and cont not in seen:
                 seen.add(cont)
-                requests.append(
-                    self._request(row["prompt"], self.prefix(row["reasoning"]), row["key"], "continuation")
-                )
+                requests.append(self._request(
+                    row["prompt"], self.prefix(row["reasoning"]), row["key"], "continuation", row["tools"]
+                ))
                 jobs.append(("cont", cont, row))
         outputs = self.student.generate(requests) if requests else []
         v: dict[Any, float] = {}
@@ -258,26 +265,29 @@ class CERReward(Reward):
         ]
 
     def precompute_base(
-        self, prompts: Sequence[Any], answers: Sequence[Any], sample_ids: Sequence[str], batch_size: int = 64
+        self, prompts: Sequence[Any], answers: Sequence[Any], sample_ids: Sequence[str], batch_size: int = 64,
+        tools: Sequence[Any] | None = None,
     ) -> int:
-        """Fill the v_base cache before training (batched, resumable); returns how many were computed."""
+        """Fill the v_base cache before training (batched, resumable); returns how many were computed.
+        `tools`: each prompt's chat-template tools (``native``; a list or its JSON), None for none."""
         student = self.student_name
         base_prefix = "" if self.base_mode == "free" else self.prefix("")
         todo = {}
-        for p, a, s in zip(prompts, answers, sample_ids):
+        tools = list(tools) if tools is not None else [None] * len(prompts)
+        for p, a, s, t in zip(prompts, answers, sample_ids, tools):
             key = sample_key(s, p)
             if key not in todo and self.cache.get(key, student) is None:
-                todo[key] = (p, gold_calls(a))
+                todo[key] = (p, gold_calls(a), row_tools({CHAT_TOOLS_COLUMN: t}))
         items = list(todo.items())
         for start in tqdm(range(0, len(items), batch_size), desc=f"v_base ({student})", disable=not items):
             chunk = items[start : start + batch_size]
             outputs = self.student.generate(
-                [self._request(p, base_prefix, key, "base") for key, (p, _) in chunk]
+                [self._request(p, base_prefix, key, "base", t) for key, (p, _, t) in chunk]
             )
             self.cache.put_many(
                 [
                     (key, student, self.k, self._successes(base_prefix, texts, gold))
-                    for (key, (_, gold)), texts in zip(chunk, outputs)
+                    for (key, (_, gold, _)), texts in zip(chunk, outputs)
                 ]
             )
         return len(items)

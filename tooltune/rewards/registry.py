@@ -13,6 +13,7 @@ from tooltune.rewards.base import Reward
 from tooltune.rewards.binary import BinaryReward, CorrectnessReward, FormatReward
 from tooltune.rewards.cer import CERReward
 from tooltune.rewards.fine_grained import FineGrainedReward
+from tooltune.rewards.outcome import OutcomeReward, TurnFormatReward
 from tooltune.rewards.smv import SMVReward
 from tooltune.rewards.toolrl import ToolRLCorrectnessReward, ToolRLFormatReward, ToolRLReward
 
@@ -28,6 +29,8 @@ REWARDS: dict[str, type[Reward]] = {
         ToolRLCorrectnessReward,
         SMVReward,
         CERReward,
+        OutcomeReward,
+        TurnFormatReward,
     )
 }
 
@@ -52,6 +55,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "r2if": {"components": {"binary": 3.0, "cer": 1.0, "smv": 1.0}, "template": "r2if"},
     # R2IF without the student (CER off), for machines that cannot host one.
     "r2if_no_cer": {"components": {"binary": 3.0, "smv": 1.0}, "template": "r2if"},
+    # Agentic (multi-turn in the loop) training: the environment's outcome (BFCL multi-turn checker's
+    # semantics: state match + required responses), the share of well-formed turns logged.
+    "agentic": {"components": {"outcome": 1.0, "turn_format": 0.0}, "template": "tool_n1"},
 }
 
 

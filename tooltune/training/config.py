@@ -18,9 +18,43 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
+from tooltune.environments import ENVIRONMENTS
 from tooltune.prompts import TEMPLATES, system_prompt_text
 from tooltune.rewards import REWARDS, CompositeReward
 
+
+@dataclass
+class LoRASection:
+    r: int = option(
+        0, "LoRA rank: SFT and GRPO train low-rank adapters on the frozen model (PEFT); 0 = train every "
+        "weight.", min=0,
+    )
+    alpha: float = option(
+        16.0, "LoRA scale: the adapter's update is multiplied by alpha / r.", min_exclusive=0
+    )
+    dropout: float = option(0.0, "Dropout on the adapter's input.", min=0, max_exclusive=1)
+    target_modules: list = option(
+        ["all-linear"],
+        "Modules that get an adapter: names as the model calls them (the last part, e.g. [q_proj, v_proj]) "
+        "or [all-linear] (every linear layer but the output head).",
+    )
+    modules_to_save: list = option([], "Modules trained in full and saved with the adapter, e.g. [lm_head].")
+
+    def names(self, field: str = "target_modules") -> list[str]:
+        """The module names of `field`, a list entry "q_proj,v_proj" counting as two."""
+        return [n.strip() for m in getattr(self, field) for n in str(m).split(",") if n.strip()]
+
+    def check(self, key: str = "model.lora") -> None:
+        """The rules of the module lists (the names are checked against the model once it is loaded)."""
+        for field in ("target_modules", "modules_to_save"):
+            bad = [m for m in getattr(self, field) if not isinstance(m, str) or not m.strip()]
+            if bad:
+                raise ConfigError(f"{key}.{field}: module names must be non-empty text, got {bad[0]!r}")
+        targets = self.names()
+        if self.r and not targets:
+            raise ConfigError(f"{key}.target_modules: at least one module name (or all-linear) when r > 0")
+        if "all-linear" in targets and len(targets) > 1:
+            raise ConfigError(f"{key}.target_modules: all-linear stands alone, got {targets}")
 
 @dataclass
 class ModelConfig:
@@ -30,6 +64,7 @@ class ModelConfig:
     dtype: str = option("auto", "Weights dtype.", ("auto", "float32", "bfloat16", "float16"))
     trust_remote_code: bool = option(False, "Pass trust_remote_code to from_pretrained.")
     attn_implementation: str = option("", "Attention kernel (e.g. sdpa, flash_attention_2); empty = default.")
+    lora: LoRASection = section(LoRASection, "LoRA adapters instead of full fine-tuning (r > 0).")
 
 @dataclass
 class DataConfig:
@@ -37,8 +72,9 @@ class DataConfig:
     val: str = option("", "Validation samples (JSONL) for held-out exact match; empty = none.")
     template: str = option(
         "tool_n1",
-        "Prompt/answer template: a registered name (tool_n1, r2if, bfcl, bfcl_strong, tool_n1_compact) "
-        "or 'module:function' whose call registers one and returns its name.",
+        "Prompt/answer template: a registered name (tool_n1, r2if, bfcl, bfcl_strong, tool_n1_compact, "
+        "native: the tools go to the model's own chat template) or 'module:function' whose call registers "
+        "one and returns its name.",
     )
     history: str = option(
         "native", "Multi-turn history: native chat turns or one context turn.", ("native", "context")
@@ -144,10 +180,12 @@ class GRPOSection:
     num_iterations: int = option(1, "Policy updates per generation batch (mu).", min=1)
     mask_truncated_completions: bool = option(False, "Exclude truncated rollouts from the loss.")
     shared_prefix: bool = option(
-        False,
+        True,
         "Policy update: run each group's shared prompt once (its KV cache, with gradients) instead of once "
-        "per rollout; equal log-probs and gradients; needs run.gradient_checkpointing false to share in the "
-        "update itself.",
+        "per rollout; equal log-probs and gradients. Where it cannot apply (a model class without a standard "
+        "KV cache, multimodal or extra model inputs, an MoE auxiliary loss, FSDP or DeepSpeed, "
+        "ddp_static_graph) the ordinary path runs, with the reason logged once; the update itself shares "
+        "only with run.gradient_checkpointing false.",
     )
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
@@ -171,6 +209,29 @@ class DownsampleConfig:
         "Advantage statistics after down-sampling: over the kept m or all n rollouts.",
         ("kept", "full"),
     )
+
+@dataclass
+class AgenticConfig:
+    enabled: bool = option(
+        False,
+        "Agentic GRPO: each rollout is an episode on the task's environment (the model's calls are "
+        "executed, results appended, generation continues); data rows must be environment tasks "
+        "(meta.env).",
+    )
+    environment: str = option(
+        "", "Registered environment for every task (empty: the one each task names in meta.env.name)."
+    )
+    max_turns: int = option(4, "Assistant turns per episode (each up to grpo.max_completion_length).", min=1)
+    max_tokens: int = option(
+        0,
+        "Trajectory token budget after the prompt, tool results included (0: max_turns x "
+        "(grpo.max_completion_length + 256)).",
+        min=0,
+    )
+
+    def budget(self, max_completion_length: int) -> int:
+        """The trajectory token budget in effect."""
+        return self.max_tokens or self.max_turns * (max_completion_length + 256)
 
 @dataclass
 class DiagnosticsConfig:
@@ -210,6 +271,7 @@ class TrainConfig:
     grpo: GRPOSection = section(GRPOSection, "GRPO stage.")
     filter: FilterConfig = section(FilterConfig, "Pre-rollout filtering.")
     downsample: DownsampleConfig = section(DownsampleConfig, "Rollout down-sampling.")
+    agentic: AgenticConfig = section(AgenticConfig, "Multi-turn episodes with executed tool calls.")
     diagnostics: DiagnosticsConfig = section(DiagnosticsConfig, "Diagnostics.")
 
     def validate(self) -> TrainConfig:
@@ -218,6 +280,7 @@ class TrainConfig:
         Reads no data and loads no model, so a preset validates anywhere; `check_files` checks the
         paths before a run."""
         config_mechanism.check_values(self)
+        self.model.lora.check()
         g, d = self.grpo, self.downsample
         if g.num_generations < 2 and g.enabled:
             raise ConfigError(
@@ -252,7 +315,26 @@ class TrainConfig:
         if self.reward.template:
             template = resolve_template(self.reward.template, "reward.template")
         build_reward(self.reward, template)
+        self._check_agentic()
         return self
+
+    def _check_agentic(self) -> None:
+        """Episode rewards need episodes, and episodes need an episode reward."""
+        episode = {"outcome", "turn_format"}
+        weighted = {name for name, w in self.reward.components.items() if w}
+        if self.agentic.enabled and not weighted & episode:
+            raise ConfigError(
+                "reward.components: agentic training is judged on the episode; give outcome (and optionally "
+                f"turn_format) a weight, got {dict(self.reward.components)}"
+            )
+        if not self.agentic.enabled and set(self.reward.components) & episode:
+            raise ConfigError(
+                f"reward.components: {sorted(set(self.reward.components) & episode)} score agentic episodes; "
+                "set agentic.enabled true (or use the per-step rewards)"
+            )
+        name = self.agentic.environment
+        if self.agentic.enabled and name and name not in ENVIRONMENTS:
+            raise ConfigError(f"agentic.environment: unknown {name!r}; known: {sorted(ENVIRONMENTS)}")
 
     def check_files(self) -> TrainConfig:
         """Check that the inputs exist before any work: the data files, then the model."""

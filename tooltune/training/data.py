@@ -1,5 +1,9 @@
 """Training rows from canonical samples: TRL GRPO rows (with `prompt_index`) and SFT prompt/completion rows.
 
+Under a template whose tools go to the chat template (``native``), every row also carries them as the
+JSON string column ``chat_tools`` (`tooltune.prompts.CHAT_TOOLS_COLUMN`): whoever applies the chat
+template to the row's prompt passes `tooltune.prompts.row_tools(row)` as ``tools=``.
+
 Missing or malformed ground truth stops the run before the first step with a message naming the record
 (file:line from `tooltune.schema.read_jsonl`, or the sample id for in-memory rows).
 """
@@ -13,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.data.export import to_trl_rows
-from tooltune.prompts import render_answer, render_prompt
+from tooltune.prompts import CHAT_TOOLS_COLUMN, prompt_tools_json, render_answer, render_prompt, row_tools
 from tooltune.schema import Sample, SchemaError, calls_from_any, read_jsonl
 
 logger = logging.getLogger(__name__)
@@ -38,7 +42,8 @@ def grpo_rows(
     keep_reasoning: bool = True,
     system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
-    """TRL rows (data engineer's `to_trl_rows` columns) plus the `prompt_index` the filter keys on."""
+    """TRL rows (data engineer's `to_trl_rows` columns, ``chat_tools`` included under ``native``) plus
+    the `prompt_index` the filter keys on."""
     kwargs = {"system_prompt": system_prompt} if system_prompt else {}
     rows = [
         dict(r)
@@ -50,6 +55,13 @@ def grpo_rows(
     for i, row in enumerate(rows):
         row["prompt_index"] = i
     return rows
+
+
+def _add_chat_tools(row: dict[str, Any], sample: Sample, template: str) -> None:
+    """The row's chat-template tools (`CHAT_TOOLS_COLUMN`) under a template that needs them."""
+    tools = prompt_tools_json(sample, template)
+    if tools is not None:
+        row[CHAT_TOOLS_COLUMN] = tools
 
 
 def check_rows(rows: Sequence[dict[str, Any]]) -> None:
@@ -110,6 +122,7 @@ def sft_rows(
                 "sample_id": s.id,
             }
         )
+        _add_chat_tools(rows[-1], s, template)
     if fallback:
         logger.info(
             "sft: %d of %d samples have no meta.%s; their ground truth is the target",
@@ -134,13 +147,28 @@ def config_sft_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]
     )
 
 
+def rows_dataset(rows: Sequence[dict[str, Any]]) -> Any:
+    """A `datasets.Dataset` of training rows that gives every row back exactly.
+
+    The messages of a ``native`` history carry ``tool_calls`` whose arguments take any shape; Arrow
+    would merge all of them into one struct type (a key absent from a call comes back as null) or
+    refuse arguments whose types differ between rows. Fields whose shape differs between rows are stored
+    as JSON instead (``on_mixed_types="use_json"``); rows of plain string messages are stored as before."""
+    import datasets  # deferred: datasets takes about a second to import
+
+    return datasets.Dataset.from_list(list(rows), on_mixed_types="use_json")
+
+
 def drop_long_prompts(rows: list[dict[str, Any]], tokenizer: Any, max_tokens: int) -> tuple[list[dict], int]:
-    """Drop rows whose chat-templated prompt exceeds `max_tokens`; returns (rows, dropped count)."""
+    """Drop rows whose chat-templated prompt (with the row's chat-template tools) exceeds `max_tokens`;
+    returns (rows, dropped count)."""
     if max_tokens <= 0:
         return rows, 0
     kept = []
     for row in rows:
-        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True)
+        tools = row_tools(row)
+        extra = {"tools": tools} if tools else {}
+        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True, **extra)
         if hasattr(ids, "keys"):
             ids = ids["input_ids"]
         if len(ids) <= max_tokens:

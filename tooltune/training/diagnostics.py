@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
-from tooltune.prompts import grammar_for
+from tooltune.prompts import grammar_for, row_tools
 
 logger = logging.getLogger(__name__)
 
@@ -218,7 +218,8 @@ def greedy_exact_match(
     max_new_tokens: int = 256,
     batch_size: int = 16,
 ) -> float:
-    """Held-out exact match: greedy completions (through `HFBackend`) scored like the binary reward."""
+    """Held-out exact match: greedy completions (through `HFBackend`, each prompt with its row's
+    chat-template tools) scored like the binary reward."""
     if not rows:
         return float("nan")
     backend = HFBackend(model=model, tokenizer=tokenizer, batch_size=batch_size, name="held-out")
@@ -228,6 +229,7 @@ def greedy_exact_match(
         rewards = score_prompts(
             backend, [r["prompt"] for r in rows], [r["answer"] for r in rows], template,
             sampling=Sampling(temperature=0.0, max_new_tokens=max_new_tokens, batch_size=0),
+            tools=[row_tools(r) for r in rows],
         )
     finally:
         model.train(was_training)
@@ -252,8 +254,12 @@ class HeldOutEval(TrainerCallback):
         max_new_tokens: int = 256,
         batch_size: int = 16,
         clock: TrainingClock | None = None,
+        scorer: Any = None,
     ) -> None:
+        """`scorer(model, tokenizer, rows) -> float` replaces greedy exact match (agentic training
+        scores episode success)."""
         self.trainer, self.rows, self.template = trainer, rows, template
+        self.scorer = scorer
         self.every, self.max_new_tokens, self.batch_size = every, max_new_tokens, batch_size
         self.clock = clock or TrainingClock()
         self.history: list[dict[str, Any]] = []
@@ -263,14 +269,17 @@ class HeldOutEval(TrainerCallback):
             return
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         with self.clock.excluded():
-            acc = greedy_exact_match(
-                model,
-                self.trainer.processing_class,
-                self.rows,
-                self.template,
-                self.max_new_tokens,
-                self.batch_size,
-            )
+            if self.scorer is not None:
+                acc = self.scorer(model, self.trainer.processing_class, self.rows)
+            else:
+                acc = greedy_exact_match(
+                    model,
+                    self.trainer.processing_class,
+                    self.rows,
+                    self.template,
+                    self.max_new_tokens,
+                    self.batch_size,
+                )
         self.history.append({"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc})
         if at_end:  # outside a logging step (start or end of training): write a record of its own
             self.trainer.log({HELDOUT_KEY: acc})

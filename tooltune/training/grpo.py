@@ -15,6 +15,13 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
   filter shrank it (with `max_steps`, epochs follow until that many steps are done), stop the run when
   the filter has skipped every prompt, resume inside a shrunken epoch or at the start of the next one,
   and drive the LR schedule by progress (steps of `max_steps`, or shrunken epochs).
+- `_tokenize_prompts`: rows that carry chat-template tools (the ``native`` template's ``chat_tools``
+  column) render each prompt with its own tools; other rows go through TRL's tokenization.
+- `_get_per_token_logps_and_entropies` / `_prepare_inputs`: the shared-prefix update
+  (`grpo.shared_prefix`, in `tooltune.training.shared_prefix_hooks`).
+- `rollout_func` (a constructor argument, not an override): agentic episodes
+  (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
+  `tt_batch_inputs` for it.
 
 Advantages after down-sampling (`downsample.advantage`): "kept" (default) recomputes the group mean
 and std over the m kept rollouts, as PODS (Xu et al. 2025) does. Selection is by reward, so the n-way
@@ -37,19 +44,18 @@ from typing import Any
 import torch
 from torch.utils.data import Sampler
 from trl import GRPOTrainer
-from trl.trainer.utils import split_tensor_dict
 
+from tooltune.prompts import row_tools
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.epochs import EpochRepeatSampler, FilteredRepeatSampler, progress_schedule
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
-from tooltune.training.shared_prefix import grouped_logps, shuffle_groups
+from tooltune.training.shared_prefix_hooks import SharedPrefixHooks
 
 logger = logging.getLogger(__name__)
 
 STATE_FILE = "tooltune_state.json"
 
-
-class ToolTuneGRPOTrainer(GRPOTrainer):
+class ToolTuneGRPOTrainer(SharedPrefixHooks, GRPOTrainer):
     """GRPOTrainer + pre-rollout filtering + down-sampling + per-step diagnostics.
 
     Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
@@ -90,12 +96,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
         self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
         super().__init__(*args, **kwargs)
-        if self.tt_shared_prefix and self.args.gradient_checkpointing:
-            logger.warning(
-                "grpo.shared_prefix: gradient checkpointing is on, so the policy update runs every rollout's "
-                "prompt (transformers drops the KV cache in checkpointed layers); old and reference "
-                "log-probs still share prompts"
-            )
+        self._tt_check_shared_prefix()
         m = self.tt_downsample_m
         self.tt_selecting = (m is not None and m < self.num_generations) or self.tt_drop_zero
         if self.tt_selecting and self.multi_objective_aggregation != "sum_then_normalize":
@@ -330,6 +331,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         t0 = time.perf_counter()
         if select:
             self.beta = 0.0  # defer the reference pass until we know which rows survive
+        self.tt_batch_inputs = inputs  # the rows behind the prompts (agentic rollouts read their tasks)
         try:
             out = super()._generate_and_score_completions(inputs)
         finally:
@@ -358,6 +360,23 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
         self._tt_gen_time += time.perf_counter() - t0
         self.tt_own_seconds += time.perf_counter() - t1
         return out
+
+    def _tokenize_prompts(self, prompts: list) -> tuple:
+        """Each prompt with its row's chat-template tools (`row_tools` of `tt_batch_inputs`, the ``native``
+        template); TRL's own tokenization (one tool list for all) when no row carries any."""
+        tools = [row_tools(r) for r in getattr(self, "tt_batch_inputs", None) or ()]
+        if not any(tools):
+            return super()._tokenize_prompts(prompts)
+        if len(tools) != len(prompts):
+            raise RuntimeError(f"{len(prompts)} prompts but {len(tools)} batch rows: their tools are unknown")
+        ids = [
+            self.processing_class.apply_chat_template(
+                p, tools=t, chat_template=self.chat_template, add_generation_prompt=True, tokenize=True,
+                return_dict=True, **self.chat_template_kwargs,
+            )["input_ids"]
+            for p, t in zip(prompts, tools, strict=True)
+        ]
+        return ids, None, {}
 
     def _tt_select(self, out: dict[str, Any], total: list[float], beta: float) -> dict[str, Any]:
         n, device = self.num_generations, self.accelerator.device
@@ -410,7 +429,7 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
                     self.ref_model, ids, attn, keep, batch_size=self.args.per_device_train_batch_size
                 )
             else:
-                from trl.models.utils import use_adapter  # deferred: trl takes seconds to import
+                from trl.trainer.utils import use_adapter  # deferred: trl takes seconds to import
 
                 model = self.accelerator.unwrap_model(self.model)
                 with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
@@ -433,73 +452,6 @@ class ToolTuneGRPOTrainer(GRPOTrainer):
             self._metrics["train"]["tooltune/rollout_time"].append(self._tt_rollout_acc)
             self._tt_update_acc = self._tt_rollout_acc = 0.0
         return loss
-
-    # ---------------------------------------------------------------- shared-prefix log-probs
-    def _prepare_inputs(self, generation_batch: Any) -> Any:
-        if not (self.tt_shared_prefix and self.model.training and self.args.steps_per_generation > 1):
-            return super()._prepare_inputs(generation_batch)
-        # TRL's _prepare_inputs for text batches, with a shuffle that keeps each prompt's rows adjacent so
-        # that the gradient-accumulation micro-batches hold whole groups
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        if self._step % generate_every == 0 or self._buffered_inputs is None:
-            batch = shuffle_groups(self._generate_and_score_completions(generation_batch))
-            self._buffered_inputs = split_tensor_dict(batch, self.args.steps_per_generation)
-        return self._buffered_inputs[self._step % self.args.steps_per_generation]
-
-    def _get_per_token_logps_and_entropies(
-        self,
-        model: Any,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor,
-        logits_to_keep: int,
-        batch_size: int | None = None,
-        compute_entropy: bool = False,
-        compute_aux_loss: bool = False,
-        **extra: Any,
-    ) -> tuple:
-        if self._tt_shares(model, compute_aux_loss, extra):
-            c = logits_to_keep
-            with self.accelerator.autocast():
-                out = grouped_logps(
-                    model,
-                    input_ids[:, :-c],
-                    attention_mask[:, :-c],
-                    input_ids[:, -c:],
-                    attention_mask[:, -c:],
-                    return_entropy=compute_entropy,
-                    fused_lm_head=True,  # TRL patched the policy and reference models with its fused head
-                    batch_size=batch_size,
-                )
-            logps, entropies, aux = out.logps, out.entropy, None
-            if compute_entropy:  # the policy update (the old and reference passes ask for no entropy)
-                mode = "train" if self.model.training else "eval"
-                share = out.prompt_rows / max(1, input_ids.size(0))
-                self._metrics[mode]["tooltune/prompt_rows_share"].append(share)
-        else:
-            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-                model,
-                input_ids,
-                attention_mask,
-                logits_to_keep,
-                batch_size=batch_size,
-                compute_entropy=compute_entropy,
-                compute_aux_loss=compute_aux_loss,
-                **extra,
-            )
-        if compute_entropy and entropies is not None:
-            self._tt_entropies = entropies.detach()
-        return logps, entropies, aux
-
-    def _tt_shares(self, model: Any, compute_aux_loss: bool, extra: dict[str, Any]) -> bool:
-        """Shared-prefix log-probs: text batches (no image or token-type inputs), no MoE aux loss, on the
-        model itself or its DDP wrapper (FSDP and DeepSpeed wrappers take TRL's path)."""
-        if not self.tt_shared_prefix or compute_aux_loss or any(v is not None for v in extra.values()):
-            return False
-        inner = self.accelerator.unwrap_model(model)
-        if model is inner:
-            return True
-        ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel) and model.module is inner
-        return ddp and not self.args.ddp_static_graph  # static_graph hangs on two forwards per backward
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         self._tt_entropies = None

@@ -32,9 +32,11 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
 from tooltune.models import load_model_and_tokenizer
-from tooltune.prompts import check_history_reasoning
+from tooltune.prompts import check_history_reasoning, check_tool_support
 from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, write_identity
+from tooltune.training import lora
+from tooltune.training.agentic import AgenticRollout, EpisodeScorer
 from tooltune.training.config import (
     ConfigError,
     TrainConfig,
@@ -49,6 +51,7 @@ from tooltune.training.data import (
     config_sft_rows,
     drop_long_prompts,
     load_samples,
+    rows_dataset,
 )
 from tooltune.training.diagnostics import (
     HeldOutEval,
@@ -258,7 +261,7 @@ def _finished(cfg: TrainConfig, run_dir: Path) -> bool:
     summary.json (written last) are there."""
     final = run_dir / ("final" if cfg.grpo.enabled else "sft/final")
     summary = run_dir / "summary.json"
-    if not (summary.is_file() and (final / "config.json").is_file()):
+    if not (summary.is_file() and lora.saved_model(final) is not None):
         return False
     try:
         return "seconds" in json.loads(summary.read_text(encoding="utf-8"))
@@ -285,8 +288,11 @@ def _is_main() -> bool:
 
 
 def _check_reasoning_history(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
-    """Refuse prompts that keep earlier reasoning (data.keep_reasoning, native history) when the model's
-    chat template drops it, as Qwen3's does: the model would train on none of it (before any step)."""
+    """Refuse, before any step, a chat template that cannot render the tools of a template that hands
+    them to it (``native``: `check_tool_support`), and prompts that keep earlier reasoning
+    (data.keep_reasoning, native history) when the model's chat template drops it, as Qwen3's does: the
+    model would train on none of it."""
+    check_tool_support(tokenizer, cfg.data.template, where="data.template")
     if any(m.get("role") == "assistant" for r in rows for m in r.get("prompt") or ()):
         d = cfg.data
         check_history_reasoning(
@@ -298,9 +304,10 @@ def _sft_stage(
     cfg: TrainConfig, rows: list[dict], run_dir: Path, metrics: Path, cpu: bool, resume: bool, summary: dict
 ) -> str:
     final = run_dir / "sft" / "final"
-    if resume and (final / "config.json").is_file():
+    done = lora.saved_model(final)  # with LoRA: final/merged, the model GRPO continues from
+    if resume and done is not None:
         logger.info("SFT already finished in %s; skipping", final)
-        return str(final)
+        return str(done)
     d = cfg.data
     srows = config_sft_rows(cfg, load_samples(d.train, d.max_train_samples))
     if cfg.sft.engine == "torch":
@@ -309,7 +316,9 @@ def _sft_stage(
                 "sft.engine: 'torch' is a single-process loop; use 'trl' with several processes"
             )
         ckpt = last_complete_checkpoint(run_dir / "sft", (SFT_STATE,)) if resume else None
-        model, tok = _load(cfg, ckpt or cfg.model.name_or_path, cpu)
+        adapter = lora.enabled(cfg.model.lora)  # the checkpoint holds an adapter for the base model
+        model, tok = _load(cfg, cfg.model.name_or_path if adapter else ckpt or cfg.model.name_or_path, cpu)
+        model = lora.wrap(model, cfg.model.lora, ckpt if adapter else None, seed=cfg.run.seed)
         _check_reasoning_history(cfg, tok, rows)
         loop = SFTLoop.from_config(cfg, model, tok, srows, "cpu" if cpu else "cuda")
         if ckpt:
@@ -337,8 +346,9 @@ def _sft_stage(
     if _is_main():
         model.save_pretrained(final)
         tok.save_pretrained(final)
+        lora.save_merged(model, tok, final)  # LoRA: the adapter is in final, the merged model in final/merged
     _barrier()  # other ranks load the warm start from `final` next
-    return str(final)
+    return str(lora.saved_model(final) or final)
 
 
 def _barrier() -> None:
@@ -369,8 +379,6 @@ def _grpo_stage(
     reward_funcs: list[Any],
     summary: dict,
 ) -> None:
-    from datasets import Dataset  # deferred: heavy
-
     model, tok = _load(cfg, model_path, cpu)
     _check_reasoning_history(cfg, tok, rows)
     rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
@@ -386,19 +394,29 @@ def _grpo_stage(
         max((r.get("train_cpu_s", 0.0) for r in earlier), default=0.0),
     )
     template = cfg.reward.template or cfg.data.template
+    ag = cfg.agentic
+    if ag.enabled:
+        agentic = {"rollout_func": AgenticRollout(template, ag.max_turns,
+                                                  ag.budget(cfg.grpo.max_completion_length), ag.environment)}
+        scorer = EpisodeScorer(template, ag.max_turns, cfg.diagnostics.eval_max_new_tokens,
+                               cfg.diagnostics.eval_batch_size, ag.environment)
+    else:
+        agentic, scorer = {}, None
     trainer = ToolTuneGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
         args=grpo_args(cfg, str(out_dir), cpu, world_size()),
-        train_dataset=Dataset.from_list(rows),
+        peft_config=lora.peft_config(cfg.model.lora, model),  # LoRA: reference = the adapter disabled
+        train_dataset=rows_dataset(rows),
         processing_class=tok,
         **selection_kwargs(cfg),
-        region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split else None,
+        region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split and not ag.enabled else None,
+        **agentic,
     )
     trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds, clock))
     dg = cfg.diagnostics
     heldout = HeldOutEval(
-        trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size, clock
+        trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size, clock, scorer
     )
     trainer.add_callback(heldout)
     trainer.remove_callback(PrinterCallback)  # these print every log record; the file holds them
@@ -409,6 +427,7 @@ def _grpo_stage(
     if trainer.accelerator.is_main_process:
         trainer.save_model(str(run_dir / "final"))
         tok.save_pretrained(run_dir / "final")
+        lora.save_merged(trainer.accelerator.unwrap_model(trainer.model), tok, run_dir / "final")
     summary["grpo"] = {
         "steps": trainer.state.global_step,
         "resumed_from": ckpt,

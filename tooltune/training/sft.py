@@ -4,11 +4,15 @@ Rows are conversational prompt/completion pairs (`tooltune.training.data.sft_row
 the completion (the rendered answer) only.
 
 - `engine: trl`: TRL's SFTTrainer (`run_sft_trl`); the default because it scales (DDP, FSDP,
-  DeepSpeed, LoRA) and on real models the model dominates its per-step overhead.
+  DeepSpeed) and on real models the model dominates its per-step overhead.
 - `engine: torch`: `SFTLoop`, a bare loop for tiny CPU models, where the trainer's overhead doubled the
   step time. The quickstart drives the same loop directly: it stops at a measured warm start (a
   callback every N steps), continues later for a wall-time budget from the saved optimizer state, and
   resumes a killed run from its last checkpoint.
+
+With `model.lora.r > 0` both engines train a LoRA adapter (`tooltune.training.lora`): the TRL trainer
+gets the adapter config; `SFTLoop` is given the wrapped model and optimizes its trainable parameters,
+and its checkpoints hold the adapter.
 """
 
 from __future__ import annotations
@@ -24,6 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
+
+from tooltune.prompts import CHAT_TOOLS_COLUMN, row_tools
+from tooltune.training import lora
+from tooltune.training.data import rows_dataset
 
 SFT_STATE = "sft_state.pt"
 """Optimizer, step and RNG state of an `SFTLoop` checkpoint; written last, so it marks the folder complete."""
@@ -70,17 +78,23 @@ def run_sft_trl(
     callbacks: list[Any],
     resume: str | None = None,
 ) -> Any:
-    """Train with TRL's SFTTrainer; returns the trainer (model trained in place)."""
-    from datasets import Dataset  # deferred: heavy
+    """Train with TRL's SFTTrainer; returns the trainer (model trained in place; with LoRA,
+    `trainer.model` is the adapter-wrapped model). `resume`: a checkpoint folder to continue from.
+    Rows with chat-template tools (``native``) give them to TRL as its ``tools`` column."""
     from trl import SFTTrainer  # deferred: heavy
 
-    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    dataset = rows_dataset([
+        {"prompt": r["prompt"], "completion": r["completion"],
+         **({"tools": r[CHAT_TOOLS_COLUMN]} if r.get(CHAT_TOOLS_COLUMN) else {})}
+        for r in rows
+    ])
     trainer = SFTTrainer(
         model=model,
         args=sft_args(cfg, output_dir, on_cpu),
         train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=callbacks,
+        peft_config=lora.peft_config(cfg.model.lora, model),
     )
     trainer.train(resume_from_checkpoint=resume)
     return trainer
@@ -89,11 +103,14 @@ def run_sft_trl(
 def encode(tokenizer: Any, row: dict, max_length: int = 0) -> tuple[list[int], list[int]]:
     """(input ids, labels) of one prompt/completion row; labels are -100 on the prompt.
 
-    The prompt is the chat template with the generation prompt; the completion is the assistant text
-    followed by the end-of-sequence token, tokenized on its own (what generation stops on). Both are
-    cut to `max_length` tokens together (0 = no limit).
+    The prompt is the chat template with the generation prompt (and the row's chat-template tools,
+    `row_tools`); the completion is the assistant text followed by the end-of-sequence token, tokenized
+    on its own (what generation stops on). Both are cut to `max_length` tokens together (0 = no limit).
     """
-    prompt = tokenizer.apply_chat_template(row["prompt"], tokenize=False, add_generation_prompt=True)
+    tools = row_tools(row)
+    prompt = tokenizer.apply_chat_template(
+        row["prompt"], tokenize=False, add_generation_prompt=True, **({"tools": tools} if tools else {})
+    )
     answer = "".join(m.get("content") or "" for m in row["completion"]) + tokenizer.eos_token
     p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     a_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
@@ -136,9 +153,10 @@ class SFTLoop:
 
     Each optimizer step draws `batch_size` rows (x `accumulation` micro-batches) uniformly with
     replacement from a `random.Random(seed)`, runs the causal-LM loss on the completion tokens, clips
-    the gradient norm to `max_grad_norm` and sets the learning rate from `lr_factor`. `save` and
-    `restore` carry the optimizer, step, row-drawing RNG and training time, so a restored loop
-    continues exactly as an uninterrupted one would.
+    the gradient norm to `max_grad_norm` and sets the learning rate from `lr_factor`. Only parameters
+    that require gradients are optimized (a LoRA-wrapped model: its adapters). `save` and `restore` carry
+    the optimizer, step, row-drawing and torch RNGs and training time, so a restored loop continues
+    exactly as an uninterrupted one would.
     """
 
     def __init__(
@@ -170,7 +188,8 @@ class SFTLoop:
         self.encoded = [encode(tokenizer, r, max_length) for r in rows]
         self.rng = random.Random(seed)
         self.model.to(device)
-        self.opt = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.0)
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.opt = torch.optim.AdamW(self.params, lr=learning_rate, weight_decay=0.0)
         self.step = 0
         self.loss = float("nan")
         self.train_seconds = 0.0  # training time so far (callbacks excluded), carried by save/restore
@@ -217,7 +236,7 @@ class SFTLoop:
             loss.backward()
             total += loss.item()
         if self.max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+            torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         self.step += 1
@@ -263,7 +282,8 @@ class SFTLoop:
 
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path, meta: dict[str, Any] | None = None) -> Path:
-        """Write model, tokenizer and loop state to `path`; the state file goes last (completeness marker).
+        """Write model (a LoRA-wrapped model: its adapter), tokenizer and loop state to `path`; the state
+        file goes last (completeness marker).
 
         `meta` (JSON-able) is stored in the state file and returned by `restore`: a caller's own
         progress (a validation curve, say) is then exactly as current as the weights."""
@@ -281,6 +301,8 @@ class SFTLoop:
             "rng": self.rng.getstate(),
             "train_seconds": self.train_seconds,
             "meta": json.dumps(meta or {}),
+            "torch_rng": torch.get_rng_state(),  # dropout (e.g. a LoRA adapter's) draws from it
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
         }
         tmp = path / (SFT_STATE + ".tmp")
         torch.save(state, tmp)
@@ -288,9 +310,10 @@ class SFTLoop:
         return path
 
     def restore(self, path: str | Path) -> dict[str, Any]:
-        """Take optimizer, step, RNG and training time from a checkpoint written by `save`; return its meta.
+        """Take optimizer, step, RNGs and training time from a checkpoint written by `save`; return its meta.
 
-        The weights are not touched: load the model from the same folder (`from_pretrained`)."""
+        The weights are not touched: load the model from the same folder (`from_pretrained`), or for an
+        adapter checkpoint the base model wrapped with it (`lora.wrap(model, section, adapter=path)`)."""
         import torch  # deferred: heavy
 
         state = torch.load(Path(path) / SFT_STATE, weights_only=False, map_location=self.device)
@@ -298,6 +321,10 @@ class SFTLoop:
         self.step, self.loss = state["step"], state["loss"]
         self.rng.setstate(state["rng"])
         self.train_seconds = state["train_seconds"]
+        if state.get("torch_rng") is not None:
+            torch.set_rng_state(state["torch_rng"].cpu())
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in state["cuda_rng"]])
         return json.loads(state.get("meta") or "{}")
 
 

@@ -142,6 +142,11 @@ def reward_env(cfg: TrainConfig) -> dict[str, str]:
 def launch_settings(config_path: str | Path) -> dict[str, Any]:
     """The content of configs/verl/<name>.yaml for a tooltune preset."""
     cfg = load_config(config_path)
+    if cfg.agentic.enabled:
+        raise ConfigError(
+            f"{config_path}: agentic.enabled: agentic episodes run on TRL only (tooltune's environments and "
+            "episode loop are not wired into verl's agent loop); train this preset with `tooltune train`"
+        )
     settings: dict[str, Any] = {"source": str(config_path)}
     if trl_only(cfg):
         settings["trl_only"] = trl_only(cfg)

@@ -1,5 +1,5 @@
-"""ACEBench (English): loading and scoring (`scoring`), the agent loop (`agent`), and the sandboxed
-simulated APIs it runs against (`sandbox`, `travel`). See `scoring` for the rules."""
+"""ACEBench (English): loading and scoring (`scoring`) and the agent loop (`agent`), which runs against
+the simulated APIs of `tooltune.environments.acebench_apis`. See `scoring` for the rules."""
 
 from tooltune.evaluation.acebench.agent import (
     AGENT_CATEGORIES,

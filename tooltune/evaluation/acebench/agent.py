@@ -26,13 +26,13 @@ from typing import Any
 
 from tooltune.data.sources.base import describe
 from tooltune.data.sources.reading import iter_file
-from tooltune.evaluation.acebench.sandbox import FoodPlatform, MessageApi, Sandbox
+from tooltune.environments.acebench_apis.sandbox import FoodPlatform, MessageApi, Sandbox, end_to_end
 from tooltune.evaluation.bfcl import entry_tools
 from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, MissingPrediction
 from tooltune.parsing import parse_completion, parse_python_calls
-from tooltune.prompts import get_template, grammar_for, render_answer, render_prompt
+from tooltune.prompts import get_template, grammar_for, prompt_tools, render_answer, render_prompt
 from tooltune.prompts.templates import python_calls
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
 
@@ -107,27 +107,6 @@ def _json_lines(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
         if not isinstance(rec.data, dict):
             raise SchemaError(f"{describe(rec.position)}: expected an object")
         yield describe(rec.position), rec.data
-
-
-def end_to_end(state: list[dict[str, Any]], ground_truth: list[dict[str, Any]]) -> str | None:
-    """None when the final state matches (ACEBench's agent_eval + agent_checker), else why not."""
-    if len(state) != len(ground_truth):
-        return f"wrong number of classes: {len(state)} in the state, {len(ground_truth)} expected"
-    errors = []
-    for gt in ground_truth:
-        got = next((s for s in state if set(s) == set(gt)), None)
-        if got is None:
-            continue
-        (cls, want), = gt.items()
-        for attr, value in got[cls].items():
-            if attr not in want:
-                errors.append(f"{cls}.{attr} is not in the ground truth")
-            elif isinstance(want[attr], dict):
-                errors += [f"{cls}.{attr}.{k}: expected {v!r:.120}, got {value.get(k, '<missing>')!r:.120}"
-                           for k, v in want[attr].items() if not isinstance(value, dict) or value.get(k) != v]
-            elif want[attr] != value:
-                errors.append(f"{cls}.{attr}: expected {want[attr]!r:.120}, got {value!r:.120}")
-    return "; ".join(errors)[:1000] or None
 
 
 def milestone_text(text: str) -> str:
@@ -208,7 +187,8 @@ class AgentRun:
                                  system_prompt=base + AGENT_SYSTEM)
         return GenerationRequest(messages, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
                                  seed=c.seed, id=self.e.id,
-                                 meta={"turn": len(self.raw) - 1, "step": self.step})
+                                 meta={"turn": len(self.raw) - 1, "step": self.step},
+                                 tools=prompt_tools(sample, c.template))
 
     def user_request(self) -> GenerationRequest:
         return GenerationRequest(list(self.user_msgs), temperature=self.cfg.user_temperature,

@@ -11,9 +11,9 @@ plus the function and the missing parameter names (incomplete), "There is incorr
 wrong values (error_param), or that the request is beyond the functions' limitations (irrelevant).
 These phrases are ACEBench's; `SYSTEM_SUFFIX` tells the model to use them.
 Agent (agent_multi_step, agent_multi_turn): a sandboxed conversation with our simulated APIs
-(`sandbox`, `travel`), judged on the final state (end-to-end) and on the milestone calls (process);
-the loop and its scoring are in `agent`. multi_turn needs a user simulator (any Backend) and is
-skipped without one.
+(`tooltune.environments.acebench_apis`), judged on the final state (end-to-end) and on the
+milestone calls (process); the loop and its scoring are in `agent`. multi_turn needs a user
+simulator (any Backend) and is skipped without one.
 Summary: each group (normal, special, agent) is the unweighted mean of its categories (agent: both
 categories required); overall = 0.2676 special + 0.578 normal + 0.1545 agent, None unless all groups
 were run; `overall_without_agent` renormalizes the two other weights.

@@ -7,7 +7,8 @@ travel.py`) and of its executor (`model_inference/multi_step/multi_step_utils.py
 execute_agent_func_call`): initial data, return values, error messages and the state kept for scoring
 (`SAVED_CLASS` in `model_inference/apimodel_inference.py`). Nothing is vendored or executed from
 strings: `Sandbox.execute` dispatches a parsed `ToolCall` to a public method by name, with the
-literal arguments the parser produced. The phone classes are here; `Travel` is in `travel`.
+literal arguments the parser produced. The phone classes are here; `Travel` is in `travel`;
+`end_to_end` is ACEBench's end-state check (evaluation's agent verdict and the `acebench` environment).
 
 Behaviour that matters for the score and that we reproduce:
 - every involved class is instantiated at the first executed call, then loads the entry's
@@ -30,7 +31,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from tooltune.evaluation.acebench.travel import Travel
+from tooltune.environments.acebench_apis.travel import Travel
 from tooltune.schema import ToolCall
 
 SAVED = {
@@ -368,3 +369,23 @@ class Sandbox:
             out.append({name: json.loads(json.dumps(saved, ensure_ascii=False, default=str))})
         return out
 
+
+def end_to_end(state: list[dict[str, Any]], ground_truth: list[dict[str, Any]]) -> str | None:
+    """None when the final state matches (ACEBench's agent_eval + agent_checker), else why not."""
+    if len(state) != len(ground_truth):
+        return f"wrong number of classes: {len(state)} in the state, {len(ground_truth)} expected"
+    errors = []
+    for gt in ground_truth:
+        got = next((s for s in state if set(s) == set(gt)), None)
+        if got is None:
+            continue
+        (cls, want), = gt.items()
+        for attr, value in got[cls].items():
+            if attr not in want:
+                errors.append(f"{cls}.{attr} is not in the ground truth")
+            elif isinstance(want[attr], dict):
+                errors += [f"{cls}.{attr}.{k}: expected {v!r:.120}, got {value.get(k, '<missing>')!r:.120}"
+                           for k, v in want[attr].items() if not isinstance(value, dict) or value.get(k) != v]
+            elif want[attr] != value:
+                errors.append(f"{cls}.{attr}: expected {want[attr]!r:.120}, got {value!r:.120}")
+    return "; ".join(errors)[:1000] or None

@@ -1,0 +1,28 @@
+"""Executable tool environments: tools, an initial state, a safe step per call, an outcome check.
+
+`make_environment(name)` builds a registered environment; `environment_of(task)` reads which one a
+task asks for. The contract and how to add one: `tooltune.environments.base` and docs/environments.md.
+"""
+
+from tooltune.environments import acebench, bfcl, synthetic  # noqa: F401  (they register themselves)
+from tooltune.environments.base import (
+    ENVIRONMENTS,
+    Environment,
+    Outcome,
+    TaskError,
+    ToolResult,
+    environment_of,
+    make_environment,
+    register_environment,
+)
+
+__all__ = [
+    "ENVIRONMENTS",
+    "Environment",
+    "Outcome",
+    "TaskError",
+    "ToolResult",
+    "environment_of",
+    "make_environment",
+    "register_environment",
+]
