@@ -272,3 +272,42 @@ def test_native_episodes_carry_the_tools_to_the_chat_template(
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
     evaluate_episodes(model, tokenizer, tasks[:2], "native", max_turns=1, max_new_tokens=4)
     assert seen[:2] == [prompt_tools(t, "native") for t in tasks[:2]] and seen[0]
+
+
+def test_prerollout_filter_skips_tasks_whose_episodes_all_succeed(
+    tiny_model_dir: Path, tmp_path: Path, tokenizer: Any, tasks: list[Sample], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """k = 1: a task whose every trajectory succeeded in epoch 1 gets no episodes in epoch 2."""
+    from tooltune.data.export import to_trl_rows
+    from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from tooltune.training.runner import build_reward_funcs, train
+
+    chosen = tasks[:4]
+    rows = to_trl_rows(chosen, TEMPLATE)
+    for i, r in enumerate(rows):
+        r["prompt_index"] = i
+    solved = chosen[0]
+    scripted = ScriptedTurns(tokenizer, {t.messages[0]["content"]: t for t in chosen})
+    started: list[str] = []  # the task of every episode, at its first turn
+
+    def turns(self: Any, prompt_ids: list, *a: Any) -> tuple:
+        out, _ = scripted(self, prompt_ids, *a)
+        for j, ctx in enumerate(prompt_ids):
+            text = tokenizer.decode(ctx)
+            if text.count("<|im_start|>assistant") == 1:
+                started.append(next(t.id for t in chosen if t.messages[0]["content"] in text))
+            if solved.messages[0]["content"] in text and text.count("<|im_start|>assistant") == 2:
+                first, second = goal(solved)  # every rollout of this task makes the right second call
+                out[j] = tokenizer.encode(render_answer([second], TEMPLATE), add_special_tokens=False) + [
+                    tokenizer.eos_token_id
+                ]
+        return out, None
+
+    monkeypatch.setattr(ToolTuneGRPOTrainer, "_generate_single_turn", turns)
+    cfg = agentic_config(tiny_model_dir, tmp_path / "run", **{"filter.enabled": True, "filter.k": 1,
+                                                              "grpo.max_steps": 4})
+    train(cfg, reward_funcs=build_reward_funcs(cfg), train_rows=rows)
+    per_epoch = 2 * 2 * 4  # 2 steps x 2 tasks x 4 episodes
+    first_epoch, later = started[:per_epoch], started[per_epoch:]
+    assert first_epoch.count(solved.id) == 4 and len(later) >= 4
+    assert solved.id not in later  # filtered before any rollout: its episodes were never generated
