@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             "run.save_steps": 10**9,  # a variant is rerun, not resumed
             "grpo.max_steps": 10**6,  # the training-time budget ends training
             "grpo.max_seconds": args.budget_s,
+            "grpo.shared_prefix": True,  # the library default (the quickstart pins the ordinary update)
             "diagnostics.eval_every": args.eval_every,
             "diagnostics.eval_samples": args.curve_tasks,
             "data.max_val_samples": args.curve_tasks,
