@@ -11,7 +11,8 @@ training-time budget):
 Each run is compared with two references: vanilla with the same shared-prefix setting, and vanilla
 without it (the baseline engines run), so the shared-prefix speed-up shows in the second. Speed-up =
 time for the reference to reach its best held-out accuracy / time for the run to reach it
-(`speedup`). `summarize` reads the per-seed JSON files into one table, per seed and mean.
+(`speedup`). `summarize` reads the per-seed JSON files into one table, per seed and mean. `speedup` and
+`plot` serve the bench without --grid too.
 """
 
 from __future__ import annotations
@@ -118,13 +119,15 @@ def run_row(run: dict[str, Any], same: dict[str, Any], base: dict[str, Any]) -> 
 
 
 def compare_part(part: str, runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Run key -> `run_row` for every run of a part that holds both vanilla runs."""
+    """Run key -> `run_row` for every run of a part whose two references (vanilla with the run's
+    shared-prefix setting, vanilla without it) were run too."""
     vanilla = VANILLA[part]
-    base = runs[run_key(vanilla, False)]
+    base = runs.get(run_key(vanilla, False))
     out = {}
     for key, run in runs.items():
-        same = runs[run_key(vanilla, key.endswith("+" + SP[True]))]
-        out[key] = run_row(run, same, base)
+        same = runs.get(run_key(vanilla, key.endswith("+" + SP[True])))
+        if base is not None and same is not None:
+            out[key] = run_row(run, same, base)
     return out
 
 
@@ -215,6 +218,26 @@ def table(summary: dict[str, Any]) -> str:
                 f"{_pct(m['zero_variance'])}% | {' | '.join(ratios)} |"
             )
     return "\n".join(lines)
+
+
+def plot(results: dict[str, Any], path: Path, title: str) -> None:
+    """Held-out accuracy vs training time, one curve per variant (the bench without --grid)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, r in results.items():
+        curve = r["curve"]
+        ax.plot([p["train_s"] for p in curve], [p["accuracy"] for p in curve], marker="o", ms=3, label=name)
+    ax.set_xlabel("training wall time (s, evaluation excluded)")
+    ax.set_ylabel("held-out exact match")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 def plot_grid(results: dict[str, dict[int, dict[str, Any]]], path: Path) -> None:

@@ -52,6 +52,7 @@ from bench._efficiency_grid import (  # noqa: E402  (after the path set-up above
     GRID,
     grid_runs,
     load_results,
+    plot,
     plot_grid,
     speedup,
     summarize,
@@ -102,30 +103,6 @@ def reference_vanilla(path: str, expect: dict[str, Any]) -> dict[str, Any]:
     return vanilla
 
 
-def plot(results: dict[str, Any], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    for name, r in results.items():
-        ax.plot(
-            [p["train_s"] for p in r["curve"]],
-            [p["accuracy"] for p in r["curve"]],
-            marker="o",
-            ms=3,
-            label=name,
-        )
-    ax.set_xlabel("training wall time (s, evaluation excluded)")
-    ax.set_ylabel("held-out exact match")
-    ax.set_title(title)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The bench's options; --mini shrinks sizes and the default budget to a smoke test."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -161,7 +138,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--lr-scale",
         type=float,
         default=1.0,
-        help="learning-rate multiplier for the variants other than vanilla (vanilla keeps the quickstart's)",
+        help="learning-rate multiplier for the variants other than vanilla (vanilla keeps the quickstart's; "
+        "--grid: for every run)",
     )
     ap.add_argument(
         "--vanilla-lr-scale",
@@ -179,6 +157,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     grid = ap.add_argument_group("the grid in the paper's regime (--grid, --summarize)")
     grid.add_argument("--grid", action="store_true", help="run the grid of bench/_efficiency_grid.py")
     grid.add_argument("--parts", default=",".join(GRID), help="comma-separated parts of the grid to run")
+    grid.add_argument("--runs", default="", help="comma-separated run keys to run (default: all)")
     grid.add_argument(
         "--warm-start-multi", default="", help="quickstart run directory of the multi-step warm start"
     )
@@ -280,14 +259,21 @@ def run_grid(args: argparse.Namespace, out: Path) -> int:
             "rl_prompts": args.n_rl,
             "eval_samples": args.n_eval,
             "eval_every": args.eval_every,
-            "learning_rate": g.learning_rate,
+            "learning_rate": g.learning_rate * args.lr_scale,
             "environment": environment(),
             "parts": {part: {"runs": {}}},
         }
         path = out / f"grid_{part}.json"
         for key, knobs in grid_runs(part):
+            if args.runs and key not in args.runs.split(","):
+                continue
             n = knobs.get("grpo.num_generations", g.num_generations)
-            knobs = {**knobs, "run.seed": args.seed, "grpo.per_device_batch_size": g.prompts_per_step * n}
+            knobs = {
+                **knobs,
+                "run.seed": args.seed,
+                "grpo.per_device_batch_size": g.prompts_per_step * n,
+                "grpo.learning_rate": g.learning_rate * args.lr_scale,  # one lr for every run
+            }
             print(f"== {part} {key}: {args.budget_s:.0f} s of training", flush=True)
             run = train_variant(base, out / "runs" / part / key, knobs, args)
             report["parts"][part]["runs"][key] = run

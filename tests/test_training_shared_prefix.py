@@ -307,7 +307,8 @@ def test_model_class_without_a_kv_cache_takes_the_ordinary_path_with_one_warning
     for shared in (False, True):
         cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{
             "grpo.max_steps": 2, "grpo.learning_rate": 1e-3, "grpo.shared_prefix": shared})
-        with monkeypatch.context() as m, caplog.at_level(logging.WARNING, logger="tooltune.training.grpo"):
+        hooks = "tooltune.training.shared_prefix_hooks"
+        with monkeypatch.context() as m, caplog.at_level(logging.WARNING, logger=hooks):
             m.setattr(Qwen2ForCausalLM, "_is_stateful", True)  # a recurrent-state model: no prompt cache
             caplog.clear()
             runs[shared] = train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(8))
@@ -346,7 +347,7 @@ def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
 
     trainer.accelerator = Accelerator()
     assert trainer._tt_shares(model, False, {"token_type_ids": None}) is True
-    with caplog.at_level(logging.WARNING, logger="tooltune.training.grpo"):
+    with caplog.at_level(logging.WARNING, logger="tooltune.training.shared_prefix_hooks"):
         for _ in range(3):
             assert trainer._tt_shares(model, False, {"token_type_ids": torch.zeros(2, 3)}) is False
             assert trainer._tt_shares(model, True, {}) is False
