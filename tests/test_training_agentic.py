@@ -186,17 +186,21 @@ class ScriptedTurns:
         return out, None
 
 
+def task_rows(chosen: list[Sample]) -> list[dict[str, Any]]:
+    """Training rows of environment tasks, as the runner builds them (with `prompt_index`)."""
+    from tooltune.data.export import to_trl_rows
+
+    return [{**r, "prompt_index": i} for i, r in enumerate(to_trl_rows(chosen, TEMPLATE))]
+
+
 def test_grpo_trains_on_trajectories_with_the_tool_mask(
     tiny_model_dir: Path, tmp_path: Path, tokenizer: Any, tasks: list[Sample], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tooltune.data.export import to_trl_rows
     from tooltune.training.grpo import ToolTuneGRPOTrainer
     from tooltune.training.runner import build_reward_funcs, train
 
     chosen = tasks[:4]
-    rows = to_trl_rows(chosen, TEMPLATE)
-    for i, r in enumerate(rows):
-        r["prompt_index"] = i
+    rows = task_rows(chosen)
     scripted = ScriptedTurns(tokenizer, {t.messages[0]["content"]: t for t in chosen})
     monkeypatch.setattr(ToolTuneGRPOTrainer, "_generate_single_turn", lambda self, *a: scripted(self, *a))
     seen: list[dict[str, Any]] = []
@@ -278,14 +282,11 @@ def test_prerollout_filter_skips_tasks_whose_episodes_all_succeed(
     tiny_model_dir: Path, tmp_path: Path, tokenizer: Any, tasks: list[Sample], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """k = 1: a task whose every trajectory succeeded in epoch 1 gets no episodes in epoch 2."""
-    from tooltune.data.export import to_trl_rows
     from tooltune.training.grpo import ToolTuneGRPOTrainer
     from tooltune.training.runner import build_reward_funcs, train
 
     chosen = tasks[:4]
-    rows = to_trl_rows(chosen, TEMPLATE)
-    for i, r in enumerate(rows):
-        r["prompt_index"] = i
+    rows = task_rows(chosen)
     solved = chosen[0]
     scripted = ScriptedTurns(tokenizer, {t.messages[0]["content"]: t for t in chosen})
     started: list[str] = []  # the task of every episode, at its first turn
