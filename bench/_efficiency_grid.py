@@ -43,6 +43,8 @@ GRID: dict[str, dict[str, dict[str, Any]]] = {
 VANILLA = {"single_turn": "vanilla", "multi_step": "vanilla_n8"}
 SP = {True: "sp", False: "no_sp"}
 ZERO_VARIANCE_KEY = "tooltune/zero_variance_share"
+ALL_CORRECT_KEY = "tooltune/all_correct_share"
+SKIPPED_KEY = "tooltune/prompts_skipped_epoch"
 REFERENCES = ("same_sp", "vs_baseline", "same_sp_cpu", "vs_baseline_cpu")
 """Speed-ups of a run: against vanilla with its shared-prefix setting or vanilla without it; wall or CPU."""
 
@@ -110,6 +112,8 @@ def run_row(run: dict[str, Any], same: dict[str, Any], base: dict[str, Any]) -> 
         "update_share": run["update_s"] / total if total else None,
         "step_s": run["train_wall_s"] / run["steps"] if run["steps"] else None,
         "zero_variance": _mean([r.get(ZERO_VARIANCE_KEY) for r in run.get("log", [])]),
+        "all_correct": _mean([r.get(ALL_CORRECT_KEY) for r in run.get("log", [])]),
+        "skipped_max": max((r[SKIPPED_KEY] for r in run.get("log", []) if SKIPPED_KEY in r), default=0),
         "same_sp": speedup(same["curve"], curve),
         "vs_baseline": speedup(base["curve"], curve),
         "train_cpu_s": run.get("train_cpu_s"),
@@ -151,6 +155,10 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _share(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
 def summarize(results: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     """Per part: per seed and run key the `run_row`, and over seeds the means (speed-ups: mean over the
     seeds where the target was reached, with the count)."""
@@ -163,7 +171,7 @@ def summarize(results: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
             per = [r[key] for r in rows.values()]
             m = {f: _mean([p[f] for p in per]) for f in (
                 "steps", "start", "best", "end", "train_s", "train_cpu_s", "rollout_s", "update_s",
-                "update_share", "step_s", "zero_variance")}
+                "update_share", "step_s", "zero_variance", "all_correct", "skipped_max")}
             for ref in REFERENCES:
                 got = [p[ref] for p in per if p[ref]["time_a_s"]]
                 m[ref] = {
@@ -186,8 +194,8 @@ def table(summary: dict[str, Any]) -> str:
             f"\n{part}: per seed (accuracy in %; speed-up at the reference vanilla's best; "
             "sp = shared-prefix update)\n",
             "| seed | run | steps | start | best | end | s / step | rollout s | update s | update share "
-            f"| zero-var. share | time to ref. best (same sp) | {heads} |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+            f"| zero-var. share (all correct) | skipped | time to ref. best (same sp) | {heads} |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for seed, rows in s["seeds"].items():
             for key, r in rows.items():
@@ -195,15 +203,17 @@ def table(summary: dict[str, Any]) -> str:
                 lines.append(
                     f"| {seed} | {key} | {r['steps']} | {_pct(r['start'])} | {_pct(r['best'])} | "
                     f"{_pct(r['end'])} | {r['step_s']:.2f} | {r['rollout_s']:.0f} | {r['update_s']:.0f} | "
-                    f"{_pct(r['update_share'])}% | {_pct(r['zero_variance'])}% | "
-                    f"{'–' if t is None else f'{t:.0f} s'} | {_fmt_ratio(r['same_sp'])} | "
-                    f"{_fmt_ratio(r['vs_baseline'])} | {_fmt_ratio(r['vs_baseline_cpu'])} |"
+                    f"{_share(r['update_share'])} | "
+                    f"{_share(r['zero_variance'])} ({_share(r['all_correct'])}) | "
+                    f"{r['skipped_max']:.0f} | {'–' if t is None else f'{t:.0f} s'} | "
+                    f"{_fmt_ratio(r['same_sp'])} | {_fmt_ratio(r['vs_baseline'])} | "
+                    f"{_fmt_ratio(r['vs_baseline_cpu'])} |"
                 )
         lines += [
             f"\n{part}: mean over seeds (speed-up: mean over the seeds that reached the target; "
             "k/n reached)\n",
-            "| run | steps | best | end | s / step | rollout s | update s | update share | zero-var. share | "
-            f"{heads} |",
+            "| run | steps | best | end | s / step | rollout s | update s | update share "
+            f"| zero-var. share (all correct) | {heads} |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for key, m in s["mean"].items():
@@ -214,8 +224,8 @@ def table(summary: dict[str, Any]) -> str:
                 ratios.append(f"{value} ({x['reached']}/{x['of']})")
             lines.append(
                 f"| {key} | {m['steps']:.1f} | {_pct(m['best'])} | {_pct(m['end'])} | {m['step_s']:.2f} | "
-                f"{m['rollout_s']:.0f} | {m['update_s']:.0f} | {_pct(m['update_share'])}% | "
-                f"{_pct(m['zero_variance'])}% | {' | '.join(ratios)} |"
+                f"{m['rollout_s']:.0f} | {m['update_s']:.0f} | {_share(m['update_share'])} | "
+                f"{_share(m['zero_variance'])} ({_share(m['all_correct'])}) | {' | '.join(ratios)} |"
             )
     return "\n".join(lines)
 

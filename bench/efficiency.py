@@ -252,7 +252,7 @@ def run_grid(args: argparse.Namespace, out: Path) -> int:
         report: dict[str, Any] = {
             "seed": args.seed,
             "warm_seed": warm_seed,
-            "config": str(config),
+            "config": f"configs/{config.name}",
             "warm_start": str(folder),
             "warm_start_step": base.result("sft")["chosen_step"],
             "budget_s_per_variant": args.budget_s,

@@ -98,7 +98,7 @@ def test_summary_table_per_seed_and_mean(tmp_path: Path) -> None:
     k2 = summary["single_turn"]["mean"]["filter_k2+no_sp"]["same_sp"]
     assert (k2["speedup"], k2["reached"], k2["of"]) == (None, 0, 2)
     text = g.table(summary)
-    assert "| 1 | vanilla+sp | 30 | 40.0 | 62.0 | 62.0 | 2.00 | 30 | 30 | 50.0% | 30.0% |" in text
+    assert "| 1 | vanilla+sp | 30 | 40.0 | 62.0 | 62.0 | 2.00 | 30 | 30 | 50.0% | 30.0% (–) | 0 |" in text
     assert "| vanilla+sp | 30.0 | 62.0 | 62.0 |" in text and "3.00× (2/2)" in text
 
 
