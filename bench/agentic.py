@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shutil
 import sys
 import time
@@ -205,15 +204,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         print(f"   steps {s['steps']}, success {before['success']:.3f} -> {after['success']:.3f} "
               f"({100 * pair['diff']:+.1f} points, z {pair['z']:.1f})", flush=True)
-    (out / "agentic.json").write_text(json.dumps(report, indent=1, default=_finite))
+    (out / "agentic.json").write_text(json.dumps(report, indent=1, default=str))
     print()
     print(summary_table([report]))
     print(f"wrote {out / 'agentic.json'}")
     return 0
-
-
-def _finite(x: Any) -> Any:
-    return None if isinstance(x, float) and not math.isfinite(x) else str(x)
 
 
 if __name__ == "__main__":

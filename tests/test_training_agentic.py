@@ -264,15 +264,15 @@ def test_native_episodes_carry_the_tools_to_the_chat_template(
     env = make_environment("synthetic_chain")
     env.reset(task)
     suffix = ToolSuffix(tokenizer)
-    p = suffix._ids(render_prompt(task, "native"), True, tools)
+    p = suffix.encode(render_prompt(task, "native"), True, tools)
     assert json.dumps(tools[0], ensure_ascii=False) in tokenizer.decode(p)
     (ep,) = run_episodes(script, [p], [env], tokenizer, "hermes", 4, 4096, suffix, [tools])
     assert ep.turns == 3 and ep.outcome.success and ep.calls == 2
     # tool results in the form the chat template writes them when it has the tools
     assert "<tool_response>" in tokenizer.decode(ep.completion_ids)
     seen: list = []
-    ids = ToolSuffix._ids
-    monkeypatch.setattr(ToolSuffix, "_ids", lambda s, m, g, t=None: seen.append(t) or ids(s, m, g, t))
+    ids = ToolSuffix.encode
+    monkeypatch.setattr(ToolSuffix, "encode", lambda s, m, g, t=None: seen.append(t) or ids(s, m, g, t))
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))
     evaluate_episodes(model, tokenizer, tasks[:2], "native", max_turns=1, max_new_tokens=4)
     assert seen[:2] == [prompt_tools(t, "native") for t in tasks[:2]] and seen[0]

@@ -19,7 +19,6 @@ on held-out tasks).
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +28,7 @@ from typing import Any
 from tooltune.environments import Environment, Outcome, environment_of, make_environment
 from tooltune.parsing import parse_calls, parse_completion
 from tooltune.prompts import grammar_for, prompt_tools, render_prompt, row_tools
+from tooltune.rewards.base import load_json_column
 from tooltune.schema import Sample, ToolSpec, calls_from_any
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ class ToolSuffix:
         self.kwargs = dict(chat_template_kwargs or {})
         self.eos = tokenizer.eos_token_id
 
-    def _ids(
+    def encode(
         self, messages: list[dict[str, Any]], generation_prompt: bool, tools: list[dict] | None = None
     ) -> list[int]:
         extra = {"tools": tools} if tools else {}
@@ -82,14 +82,24 @@ class ToolSuffix:
 
     def __call__(self, tool_messages: list[dict[str, Any]], tools: list[dict] | None = None) -> list[int]:
         head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
-        prefix = self._ids(head, False, tools)
+        prefix = self.encode(head, False, tools)
         ends = [i for i, t in enumerate(prefix) if t == self.eos]
         if ends:
             prefix = prefix[: ends[-1] + 1]
-        full = self._ids(head + tool_messages, True, tools)
+        full = self.encode(head + tool_messages, True, tools)
         if full[: len(prefix)] != prefix:
             raise ValueError("the chat template does not render tool messages as a continuation of a turn")
         return full[len(prefix) :]
+
+
+TOOL_TOKENS_PER_TURN = 256
+"""Room for the tool messages of a turn in the default trajectory budget."""
+
+
+def trajectory_budget(max_turns: int, turn_tokens: int, max_tokens: int = 0) -> int:
+    """Tokens an episode may hold after its prompt: `max_tokens`, else `max_turns` x (`turn_tokens` +
+    `TOOL_TOKENS_PER_TURN`)."""
+    return max_tokens or max_turns * (turn_tokens + TOOL_TOKENS_PER_TURN)
 
 
 def run_episodes(
@@ -158,10 +168,8 @@ def run_episodes(
 
 def task_from_row(row: dict[str, Any]) -> Sample:
     """The environment task of a training row (`tooltune.data.export.to_trl_rows` columns)."""
-    meta = row.get("meta")
-    meta = json.loads(meta) if isinstance(meta, str) else dict(meta or {})
-    tools = row.get("tools")
-    tools = json.loads(tools) if isinstance(tools, str) else tools or []
+    meta = load_json_column(row.get("meta")) or {}
+    tools = load_json_column(row.get("tools")) or []
     return Sample(
         id=str(row.get("sample_id", "?")),
         source="",
@@ -169,7 +177,7 @@ def task_from_row(row: dict[str, Any]) -> Sample:
         messages=[{"role": "user", "content": ""}],
         tools=[ToolSpec.from_dict(t) for t in tools],
         answer=calls_from_any(row.get("answer") or []),
-        meta=meta,
+        meta=dict(meta),
     )
 
 
@@ -220,15 +228,24 @@ class AgenticRollout:
         }
 
 
-def log_episodes(metrics: dict[str, list[float]], eps: Sequence[Episode]) -> None:
-    """Per-step diagnostics of a batch of episodes into TRL's metric lists."""
+def episode_stats(eps: Sequence[Episode]) -> dict[str, float]:
+    """A batch of episodes: success rate, turns and calls per episode, tool errors per call, seconds in
+    tools."""
     n = max(1, len(eps))
     calls = sum(ep.calls for ep in eps)
-    metrics["tooltune/agentic_turns"].append(sum(ep.turns for ep in eps) / n)
-    metrics["tooltune/agentic_calls"].append(calls / n)
-    metrics["tooltune/agentic_tool_error_share"].append(sum(ep.tool_errors for ep in eps) / max(1, calls))
-    metrics["tooltune/agentic_tool_seconds"].append(sum(ep.tool_seconds for ep in eps))
-    metrics["tooltune/agentic_success"].append(sum(ep.outcome.success for ep in eps) / n)
+    return {
+        "success": sum(ep.outcome.success for ep in eps) / n,
+        "turns": sum(ep.turns for ep in eps) / n,
+        "calls": calls / n,
+        "tool_error_share": sum(ep.tool_errors for ep in eps) / max(1, calls),
+        "tool_seconds": sum(ep.tool_seconds for ep in eps),
+    }
+
+
+def log_episodes(metrics: dict[str, list[float]], eps: Sequence[Episode]) -> None:
+    """Per-step diagnostics of a batch of episodes into TRL's metric lists."""
+    for name, value in episode_stats(eps).items():
+        metrics[f"tooltune/agentic_{name}"].append(value)
 
 
 def hf_generate(model: Any, tokenizer: Any, max_new_tokens: int, batch_size: int = 64) -> Generate:
@@ -271,23 +288,20 @@ def episode_success(
     Under a template whose tools go to the chat template (``native``) each prompt gets its task's tools."""
     suffix = ToolSuffix(tokenizer)
     tools = [prompt_tools(t, template) for t in tasks]
-    prompt_ids = [suffix._ids(p, True, t) for p, t in zip(prompts, tools, strict=True)]
+    prompt_ids = [suffix.encode(p, True, t) for p, t in zip(prompts, tools, strict=True)]
     envs = reset_environments(tasks, environment)
     was_training = model.training
     model.eval()
     try:
         eps = run_episodes(hf_generate(model, tokenizer, max_new_tokens, batch_size), prompt_ids, envs,
                            tokenizer, grammar_for(template).name, max_turns,
-                           max_turns * (max_new_tokens + 256), suffix, tools)
+                           trajectory_budget(max_turns, max_new_tokens), suffix, tools)
     finally:
         model.train(was_training)
-    n = max(1, len(eps))
-    calls = sum(ep.calls for ep in eps)
+    stats = episode_stats(eps)
     return {
         "tasks": len(eps),
-        "success": sum(ep.outcome.success for ep in eps) / n,
-        "turns": sum(ep.turns for ep in eps) / n,
-        "tool_error_share": sum(ep.tool_errors for ep in eps) / max(1, calls),
+        **{k: stats[k] for k in ("success", "turns", "tool_error_share")},
         "outcomes": [int(ep.outcome.success) for ep in eps],
         "ends": {e: sum(ep.end == e for ep in eps) for e in sorted({ep.end for ep in eps})},
     }

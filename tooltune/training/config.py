@@ -21,6 +21,7 @@ from tooltune.config import ConfigError, option, section
 from tooltune.environments import ENVIRONMENTS
 from tooltune.prompts import TEMPLATES, system_prompt_text
 from tooltune.rewards import REWARDS, CompositeReward
+from tooltune.training.agentic import trajectory_budget
 
 
 @dataclass
@@ -230,8 +231,8 @@ class AgenticConfig:
     )
 
     def budget(self, max_completion_length: int) -> int:
-        """The trajectory token budget in effect."""
-        return self.max_tokens or self.max_turns * (max_completion_length + 256)
+        """The trajectory token budget in effect (`training.agentic.trajectory_budget`)."""
+        return trajectory_budget(self.max_turns, max_completion_length, self.max_tokens)
 
 @dataclass
 class DiagnosticsConfig:

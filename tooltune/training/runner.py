@@ -287,7 +287,7 @@ def _is_main() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def _check_reasoning_history(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
+def _check_chat_template(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
     """Refuse, before any step, a chat template that cannot render the tools of a template that hands
     them to it (``native``: `check_tool_support`), and prompts that keep earlier reasoning
     (data.keep_reasoning, native history) when the model's chat template drops it, as Qwen3's does: the
@@ -319,7 +319,7 @@ def _sft_stage(
         adapter = lora.enabled(cfg.model.lora)  # the checkpoint holds an adapter for the base model
         model, tok = _load(cfg, cfg.model.name_or_path if adapter else ckpt or cfg.model.name_or_path, cpu)
         model = lora.wrap(model, cfg.model.lora, ckpt if adapter else None, seed=cfg.run.seed)
-        _check_reasoning_history(cfg, tok, rows)
+        _check_chat_template(cfg, tok, rows)
         loop = SFTLoop.from_config(cfg, model, tok, srows, "cpu" if cpu else "cuda")
         if ckpt:
             loop.restore(ckpt)
@@ -328,7 +328,7 @@ def _sft_stage(
         summary["sft"] = run_sft_torch(cfg, loop, run_dir / "sft", metrics)
     else:
         model, tok = _load(cfg, cfg.model.name_or_path, cpu)
-        _check_reasoning_history(cfg, tok, rows)
+        _check_chat_template(cfg, tok, rows)
         ckpt = last_complete_checkpoint(run_dir / "sft") if resume else None
         truncate_metrics(metrics, "sft", int(ckpt.rsplit("-", 1)[1]) if ckpt else 0)
         trainer = run_sft_trl(
@@ -380,7 +380,7 @@ def _grpo_stage(
     summary: dict,
 ) -> None:
     model, tok = _load(cfg, model_path, cpu)
-    _check_reasoning_history(cfg, tok, rows)
+    _check_chat_template(cfg, tok, rows)
     rows, dropped = drop_long_prompts(list(rows), tok, cfg.data.max_prompt_tokens)
     summary["prompts_dropped_too_long"] = dropped
     out_dir = run_dir / "grpo"
