@@ -298,7 +298,7 @@ def bench_cer(steps: int, k: int = 5, prompts_per_step: int = 4, generations: in
     )["train"]
     template = "tool_n1_compact"  # the quickstart's compact prompt, Tool-N1 grammar
     reasoning_for = get_template(template).default_reasoning
-    rows = to_trl_rows(samples, template=template)
+    rows = to_trl_rows(samples, template)
     tmp = Path(tempfile.mkdtemp(prefix="bench_cer_"))
     model_dir = build_tiny_model(tmp / "model", size="quickstart", seed=0)
 

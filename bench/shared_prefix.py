@@ -1,16 +1,26 @@
-"""Policy-update time with each group's prompt run once (shared prefix) vs once per rollout (ordinary).
+"""Policy-update time of the ordinary update and the two shared-prefix paths, checkpointing on and off.
 
 One GRPO step's log-probs on a CPU tiny model: forward + backward of a GRPO-style loss
-(-sum(advantage * logp over the completion mask) / tokens) over `groups` prompts x n rollouts, with
-`tooltune.training.shared_prefix.grouped_logps` against `ordinary_logps` (one forward of
-cat(prompt, completion) per row, as TRL runs it). Both run on the same batch in the same round, in
-alternating order, and each cell keeps the best of `--repeats` rounds. The largest |gradient
-difference| over all parameters and the largest |log-prob difference| of the two are reported per cell.
+(-sum(advantage * logp over the completion mask) / tokens) over `groups` prompts x n rollouts, computed
 
-The model is the `small` tiny size (Qwen2, hidden 128, 2 layers) with max_position_embeddings raised to
-fit the longest prompt + completion; prompts are random token ids of exactly the given length (no
-tokenizer), completions 64-128 random tokens right-padded to 128, so the ordinary path carries the
-padding mask TRL passes.
+- `ordinary`: one forward of cat(prompt, completion) per row, as TRL runs it (`ordinary_logps`);
+- `kv_cache`: each group's prompt once with a KV cache, repeated to its rows, then the completions on it
+  (`grouped_logps(path="kv_cache")`; it cannot run under activation checkpointing);
+- `packed`: each group packed into one row of one forward with an attention pattern that keeps the
+  completions apart (`grouped_logps(path="packed")`), its attention computed block by block by the
+  registered `tooltune_packed` function;
+- `packed_dense`: the same packed forward with the pattern as one dense boolean mask given to plain sdpa,
+  which computes every pair of the packed row,
+
+each with activation checkpointing off and (ordinary, packed) on. All variants run on the same batch
+in every round, in an order rotated from round to round, and each cell keeps the best of `--repeats`
+rounds. The largest |gradient difference| over all parameters and the largest |log-prob difference|
+against the ordinary path without checkpointing are reported per variant.
+
+The model is the `small` tiny size (Qwen2, hidden 128, 2 layers, sdpa attention) with
+max_position_embeddings raised to fit the longest prompt + completion; prompts are random token ids of
+exactly the given length (no tokenizer), completions 64-128 random tokens right-padded to 128, so every
+path carries the padding mask TRL passes.
 
 Run: python bench/shared_prefix.py [--quick] [--out results.json]   (or: tooltune bench shared_prefix)
 """
@@ -57,19 +67,44 @@ def make_batch(vocab: int, groups: int, n: int, prompt_len: int, completion: int
     }
 
 
-def update(model: Any, batch: dict, shared: bool) -> tuple[float, Any, dict]:
+VARIANTS = (
+    ("ordinary", False),
+    ("kv_cache", False),
+    ("packed", False),
+    ("packed_dense", False),
+    ("ordinary", True),
+    ("packed", True),
+)
+"""(path, activation checkpointing) pairs; the KV cache cannot cross checkpointed layers."""
+
+
+def set_checkpointing(model: Any, on: bool) -> None:
+    """Activation checkpointing on (training mode, where it acts) or off (eval mode); the tiny model has no
+    dropout, so both modes compute the same values."""
+    if on:
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        model.train()
+    else:
+        model.activation_checkpointing_disable()
+        model.eval()
+
+
+def update(model: Any, batch: dict, path: str) -> tuple[float, Any, dict]:
     """Forward + backward of one step's loss; (seconds, detached log-probs, gradients)."""
+    from tooltune.training.packed_attention import NAME, register
     from tooltune.training.shared_prefix import grouped_logps, ordinary_logps
 
+    register()
     args = [batch[k] for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")]
+    model.set_attn_implementation("sdpa" if path == "packed_dense" else NAME)
     model.zero_grad(set_to_none=True)
     t0 = time.perf_counter()
-    if shared:
-        out = grouped_logps(model, *args)
+    if path == "ordinary":
+        logps, _ = ordinary_logps(model, *args)
+    else:
+        out = grouped_logps(model, *args, path=path.removesuffix("_dense"))
         assert out.fallback is None, out.fallback
         logps = out.logps
-    else:
-        logps, _ = ordinary_logps(model, *args)
     mask = batch["completion_mask"].float()
     loss = -(batch["advantages"][:, None] * logps * mask).sum() / mask.sum()
     loss.backward()
@@ -79,40 +114,54 @@ def update(model: Any, batch: dict, shared: bool) -> tuple[float, Any, dict]:
     return seconds, logps.detach(), grads
 
 
+def name(path: str, checkpointing: bool) -> str:
+    return f"{path}{'+ckpt' if checkpointing else ''}"
+
+
 def measure(model: Any, prompt_len: int, n: int, args: argparse.Namespace) -> dict[str, Any]:
     vocab, seed = model.config.vocab_size, prompt_len + n
     batch = make_batch(vocab, args.groups, n, prompt_len, args.completion, seed)
-    ordinary, shared, grad_diff, logp_diff = [], [], 0.0, 0.0
+    times: dict[str, list[float]] = {name(*v): [] for v in VARIANTS}
+    grad_diff = dict.fromkeys(times, 0.0)
+    logp_diff = dict.fromkeys(times, 0.0)
     for r in range(args.repeats):
-        first_shared = r % 2 == 1  # alternate which runs first
-        for is_shared in (first_shared, not first_shared):
-            s, logps, grads = update(model, batch, is_shared)
-            (shared if is_shared else ordinary).append(s)
-            if is_shared:
-                res_shared = (logps, grads)
-            else:
-                res_ordinary = (logps, grads)
-        grad_diff = max(
-            grad_diff, max((res_shared[1][k] - g).abs().max().item() for k, g in res_ordinary[1].items())
-        )
-        logp_diff = max(logp_diff, (res_shared[0] - res_ordinary[0]).abs().max().item())
+        order = VARIANTS[r % len(VARIANTS) :] + VARIANTS[: r % len(VARIANTS)]  # rotate who goes first
+        results = {}
+        for path, ckpt in order:
+            set_checkpointing(model, ckpt)
+            seconds, logps, grads = update(model, batch, path)
+            times[name(path, ckpt)].append(seconds)
+            results[name(path, ckpt)] = (logps, grads)
+        ref_logps, ref_grads = results["ordinary"]
+        for key, (logps, grads) in results.items():
+            diff = max((grads[k] - g).abs().max().item() for k, g in ref_grads.items())
+            grad_diff[key] = max(grad_diff[key], diff)
+            logp_diff[key] = max(logp_diff[key], (logps - ref_logps).abs().max().item())
+    set_checkpointing(model, False)
+    best = {k: min(v) for k, v in times.items()}
     row = {
         "prompt_len": prompt_len,
         "n": n,
         "groups": args.groups,
         "completion": args.completion,
-        "ordinary_s": min(ordinary),
-        "shared_s": min(shared),
-        "ratio": min(ordinary) / min(shared),
+        "seconds": best,
+        "all_seconds": times,
+        "kv_cache_ratio": best["ordinary"] / best["kv_cache"],
+        "packed_ratio": best["ordinary"] / best["packed"],
+        "packed_dense_ratio": best["ordinary"] / best["packed_dense"],
+        "packed_ckpt_ratio": best["ordinary+ckpt"] / best["packed+ckpt"],
         "max_grad_diff": grad_diff,
         "max_logp_diff": logp_diff,
         "token_ratio": (prompt_len + args.completion) * n / (prompt_len + (args.completion + 1) * n),
-        "ordinary_all_s": ordinary,
-        "shared_all_s": shared,
     }
+    worst_grad = max(grad_diff.values())
+    worst_logp = max(logp_diff.values())
     print(
-        f"| {prompt_len} | {n} | {row['ordinary_s']:.3f} | {row['shared_s']:.3f} | **{row['ratio']:.2f}×** "
-        f"| {row['token_ratio']:.1f}× | {grad_diff:.1e} | {logp_diff:.1e} |",
+        f"| {prompt_len} | {n} | {best['ordinary']:.3f} | {best['kv_cache']:.3f} | {best['packed']:.3f} "
+        f"| {best['packed_dense']:.3f} | {best['ordinary+ckpt']:.3f} | {best['packed+ckpt']:.3f} "
+        f"| {row['kv_cache_ratio']:.2f}x | {row['packed_ratio']:.2f}x | {row['packed_dense_ratio']:.2f}x "
+        f"| **{row['packed_ckpt_ratio']:.2f}x** | {row['token_ratio']:.1f}x "
+        f"| {worst_grad:.1e} | {worst_logp:.1e} |",
         flush=True,
     )
     return row
@@ -139,13 +188,17 @@ def main() -> int:
     model = build_model(args.size, max(args.prompt_lens) + args.completion + 1)
     params = sum(q.numel() for q in model.parameters())
     print(
-        f"# shared-prefix update time: {args.size} tiny model ({params} parameters), {args.groups} prompts "
-        f"per step, completions {args.completion // 2}-{args.completion} tokens, best of {args.repeats}, "
-        f"torch {torch.__version__}, {args.threads} threads"
+        f"# policy-update time: {args.size} tiny model ({params} parameters), {args.groups} prompts per "
+        f"step, completions {args.completion // 2}-{args.completion} tokens, best of {args.repeats}, "
+        f"torch {torch.__version__}, {args.threads} threads; ckpt = activation checkpointing; speed-up = "
+        "ordinary s / its s"
     )
-    print("| prompt tokens | n | ordinary s | shared s | ratio | token ratio | max abs grad diff "
-          "| max abs logp diff |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| prompt tokens | n | ordinary s | kv_cache s | packed s | packed_dense s | ordinary+ckpt s "
+        "| packed+ckpt s | kv_cache speed-up | packed speed-up | packed_dense speed-up "
+        "| packed+ckpt speed-up over ordinary+ckpt | token ratio | max abs grad diff | max abs logp diff |"
+    )
+    print("| --- " * 15 + "|")
     rows = [measure(model, length, n, args) for length in args.prompt_lens for n in args.ns]
     if args.out:
         meta = {k: v for k, v in vars(args).items() if k != "out"}

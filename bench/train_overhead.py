@@ -25,13 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def rows(n_prompts: int, seed: int = 0) -> list[dict[str, Any]]:
     from tooltune.data.synthetic import SynthConfig, generate
+    from tooltune.prompts import PromptControls
     from tooltune.schema import Sample
     from tooltune.training.data import grpo_rows
 
     # few distractor tools keep prompts short: the bench measures the trainer, not long-context cost
     cfg = SynthConfig(n=n_prompts, seed=seed, min_distractors=0, max_distractors=1)
     samples = [Sample.from_dict(r) for r in generate(cfg)]
-    return grpo_rows(samples, "tool_n1", system_prompt="Tools:\n{tools}")
+    return grpo_rows(samples, PromptControls("tool_n1", system_prompt="Tools:\n{tools}"))
 
 
 def corpus(data: list[dict]) -> list[str]:

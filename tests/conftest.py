@@ -54,3 +54,11 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from tooltune.models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_model"), size="test", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(tiny_model_dir: Path):
+    """The test-size tiny model's tokenizer (its chat template carries tools: the ``native`` template)."""
+    from transformers import AutoTokenizer  # deferred: heavy
+
+    return AutoTokenizer.from_pretrained(tiny_model_dir)

@@ -144,3 +144,34 @@ def test_package_imports_are_cycle_free():
 
     for node in sorted(graph):
         visit(node, [])
+
+
+def _tooltune_imports(path: Path) -> set[str]:
+    """The tooltune packages `path` imports (second name of every `tooltune.*` import)."""
+    return {m.split(".")[1] for m, _, _, _ in _imports(path) if m.startswith("tooltune.")}
+
+
+def test_training_and_evaluation_never_import_each_other():
+    assert LEVEL["training"] == LEVEL["evaluation"]  # same layer: independent by the layering rule
+    bad = []
+    for path in _modules():
+        here = _package_of(path)
+        other = {"training": "evaluation", "evaluation": "training"}.get(here)
+        if other and other in _tooltune_imports(path):
+            bad.append(str(path.relative_to(PACKAGE.parent)))
+    assert not bad, f"training and evaluation import each other: {bad}"
+
+
+def test_the_episode_driver_sits_below_training_and_evaluation():
+    """One multi-turn loop (tooltune.generation.episodes and its token view) that training and every
+    benchmark call: it imports neither of them, and they run their episodes through it."""
+    driver = [PACKAGE / "generation" / f"{name}.py" for name in ("episodes", "conversations", "trajectories")]
+    for path in driver:
+        above = {p for p in _tooltune_imports(path) if LEVEL[p] >= LEVEL["generation"] and p != "generation"}
+        assert not above, f"{path.name} imports {sorted(above)}"
+    callers = ["training/agentic.py", "evaluation/bfcl_multiturn.py", "evaluation/acebench/agent.py"]
+    for rel in callers:
+        tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.module == "tooltune.generation" for a in n.names}
+        assert names & {"drive", "run_episodes"}, f"{rel} does not run its episodes on the driver"

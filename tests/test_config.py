@@ -227,3 +227,37 @@ def test_load_validates_sections_naming_the_full_key() -> None:
     with pytest.raises(ConfigError, match=r"^band.low: must be < high \(1.0\), got 2.0$"):
         config.load(_Outer, overrides={"band.low": 2})
     assert config.load(_Outer, overrides={"band.low": 0.5}).band.low == 0.5
+
+
+def test_a_missing_optional_package_becomes_a_user_error_naming_the_install_command() -> None:
+    from tooltune.config import MissingDependency, missing_dependency
+
+    err = missing_dependency(ModuleNotFoundError("No module named 'peft'", name="peft"))
+    assert isinstance(err, MissingDependency) and isinstance(err, UserError)
+    assert str(err).startswith("peft is not installed (needed for LoRA") and "pip install peft" in str(err)
+    # tooltune's own modules and unlisted packages stay bugs
+    assert missing_dependency(ModuleNotFoundError("x", name="tooltune.nothing")) is None
+    assert missing_dependency(ModuleNotFoundError("x", name="left_pad")) is None
+    assert missing_dependency(ImportError("cannot import name 'x'")) is None
+
+
+def test_a_module_missing_inside_bfcl_eval_names_bfcl_evals_install_command() -> None:
+    import types
+
+    from tooltune.config import missing_dependency
+
+    def import_a_checker_dependency() -> None:
+        import tree_sitter_nowhere  # noqa: F401  (never installed)
+
+    # the same code running as a module of bfcl_eval, as when its checker imports its own dependencies
+    inside = types.FunctionType(import_a_checker_dependency.__code__,
+                                {"__name__": "bfcl_eval.eval_checker.ast_eval", "__builtins__": __builtins__})
+    with pytest.raises(ModuleNotFoundError) as caught:
+        inside()
+    err = missing_dependency(caught.value)
+    assert err is not None and err.__cause__ is caught.value
+    assert "bfcl-eval cannot be imported: its dependency 'tree_sitter_nowhere' is not installed" in str(err)
+    assert "pip install -r requirements/bfcl.txt && pip install --no-deps -r requirements/bfcl-nodeps.txt" in str(err)
+    with pytest.raises(ModuleNotFoundError) as outside:
+        import_a_checker_dependency()
+    assert missing_dependency(outside.value) is None

@@ -287,3 +287,32 @@ def test_system_prompt_takes_text_a_file_or_a_template_name(tmp_path: Path, synt
 
         row = load_from_disk(str(tmp_path / "hf"))[0]
         assert expected in row["prompt"][0]["content"], (value, row["prompt"][0])
+
+
+def test_export_flags_are_the_prompt_controls(tmp_path: Path, synth: Path) -> None:
+    """`data export`'s prompt flags are generated from `PromptControls`: same names, help and choices as
+    `tooltune eval`'s, and they render the rows as the library does with the same controls."""
+    import dataclasses
+
+    import pyarrow.parquet as pq
+    from test_cli import _option_actions, _subparser
+
+    from tooltune import cli
+    from tooltune.data.export import to_verl_rows
+    from tooltune.prompts import PromptControls
+    from tooltune.schema import read_jsonl
+
+    actions = _option_actions(_subparser(cli.build_parser(), "data", "export"))
+    for f in dataclasses.fields(PromptControls):
+        flag = "--" + f.name.replace("_", "-")
+        assert f.metadata["help"] in actions[flag].help
+    assert actions["--history"].choices == ["native", "context"] and "--no-keep-reasoning" in actions
+    out = tmp_path / "t.parquet"
+    assert run(f"data export --input {synth} --format verl --out {out} --template r2if --history context "
+               "--no-keep-reasoning --system-prompt bfcl_strong") == 0
+    controls = PromptControls("r2if", system_prompt="bfcl_strong", history="context", keep_reasoning=False)
+    expected = to_verl_rows(read_jsonl(str(synth)), controls)
+    rows = pq.read_table(out).to_pylist()
+    assert [r["extra_info"]["history"] for r in rows] == ["context"] * len(expected)
+    assert [[m["content"] for m in r["prompt"]] for r in rows] == [
+        [m["content"] for m in r["prompt"]] for r in expected]

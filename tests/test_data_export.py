@@ -11,7 +11,7 @@ import pytest
 
 from tooltune.data.export import export, to_hf_dataset, to_trl_rows, to_verl_rows
 from tooltune.data.synthetic import SynthConfig, write
-from tooltune.prompts import render_prompt
+from tooltune.prompts import PromptControls, render_prompt
 from tooltune.rewards import binary_reward
 from tooltune.schema import Sample, SchemaError, read_jsonl
 
@@ -24,7 +24,7 @@ def samples(tmp_path_factory) -> list[Sample]:
 
 
 def test_trl_rows_columns(samples):
-    rows = to_trl_rows(samples, template="r2if", history="context")
+    rows = to_trl_rows(samples, PromptControls("r2if", history="context"))
     assert len(rows) == len(samples)
     for row, s in zip(rows, samples):
         assert set(row) == {"prompt", "answer", "sample_id", "category", "tools", "meta"}
@@ -43,7 +43,7 @@ def test_hf_dataset(samples):
 def test_verl_rows_and_parquet(samples, tmp_path: Path):
     import pyarrow.parquet as pq
 
-    rows = to_verl_rows(samples, template="tool_n1")
+    rows = to_verl_rows(samples, "tool_n1")
     row = rows[3]
     assert row["reward_model"]["style"] == "rule" and row["ability"] == "tool_calling"
     assert row["data_source"] == "tooltune/synthetic" and row["extra_info"]["index"] == 3

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from tooltune.data.export import to_trl_rows, to_verl_rows
 from tooltune.data.validate import check_samples, validate_path
+from tooltune.prompts import PromptControls
 from tooltune.schema import Sample, SchemaError, read_jsonl
 
 GOOD = Sample(
@@ -144,7 +145,7 @@ def test_any_sample_shaped_line_is_read_or_named_and_what_is_read_renders(tmp_pa
     try:
         for template in ("tool_n1", "r2if"):
             check_samples(samples, template)
-            to_trl_rows(samples, template=template, history="context")
-            to_verl_rows(samples, template=template)
+            to_trl_rows(samples, PromptControls(template, history="context"))
+            to_verl_rows(samples, template)
     finally:
         logging.disable(logging.NOTSET)

@@ -14,6 +14,7 @@ import json
 import os
 import random
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,9 +24,11 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirement
 
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.environments import make_environment
-from tooltune.environments.base import MAX_ARGUMENT_DEPTH, TaskError
+from tooltune.environments.base import MAX_ARGUMENT_DEPTH, TaskError, check_literals
 from tooltune.environments.bfcl import (
     CLASSES,
+    CORRECTED_RULES,
+    SCORING,
     BfclEnvironment,
     api_class,
     function_docs,
@@ -327,3 +330,120 @@ def test_any_literal_call_returns_a_tool_message(everything, name, args, data):
     result = env.step(ToolCall(name, args))
     assert isinstance(result.content, str) and len(result.content) <= 2000
     assert set(env.instances) == set(_ALL)
+
+
+# --- scoring="official": BFCL's own outcome, one test per rule of CORRECTED_RULES ---------------------
+
+
+def _both(task: Sample) -> dict[str, BfclEnvironment]:
+    envs = {s: BfclEnvironment(scoring=s) for s in SCORING}
+    for env in envs.values():
+        env.reset(task)
+    return envs
+
+
+def _play(envs: dict[str, BfclEnvironment], calls: list[ToolCall]) -> dict[str, list]:
+    return {s: [env.step(c) for c in calls] for s, env in envs.items()}
+
+
+FS_PLAY = [ToolCall("cd", {"folder": "notes"}), ToolCall("mkdir", {"dir_name": "old"})]
+
+
+def test_official_ground_truth_play_succeeds_and_unknown_scoring_is_refused():
+    envs = _both(_task(required=[GREP]))
+    _play(envs, [ToolCall.from_dict(c) for step in FS_TRUTH for c in step])
+    assert all(env.outcome().success for env in envs.values())
+    assert envs["official"].outcome().details["scoring"] == "official"
+    with pytest.raises(ValueError, match="scoring"):
+        BfclEnvironment(scoring="lenient")
+    assert make_environment("bfcl").scoring == "corrected"
+
+
+def test_rule_final_answer_counts():
+    envs = _both(_task(required=[GREP]))
+    _play(envs, FS_PLAY)  # the state is right; the grep lines only appear in the answer text
+    assert envs["corrected"].outcome(f"the lines: {GREP}").success
+    official = envs["official"].outcome(f"the lines: {GREP}")
+    assert not official.success and official.details["missing_responses"] == [GREP]
+    assert "final_answer_counts" in CORRECTED_RULES
+
+
+def test_rule_required_once():
+    truth = [*FS_TRUTH, FS_TRUTH[2]]  # the ground truth greps twice: BFCL wants the lines twice
+    envs = _both(_task(truth=truth, required=[GREP, GREP]))
+    _play(envs, [*FS_PLAY, ToolCall("grep", {"file_name": "plan.txt", "pattern": "budget"})])
+    assert envs["corrected"].outcome().success
+    assert envs["official"].outcome().details["missing_responses"] == [GREP]
+    envs["official"].step(ToolCall("grep", {"file_name": "plan.txt", "pattern": "budget"}))
+    assert envs["official"].outcome().success
+    assert "required_once" in CORRECTED_RULES
+
+
+def test_rule_asked_responses_only():
+    truth = [FS_TRUTH[0], [{"name": "ls", "arguments": {}}], FS_TRUTH[2]]  # a listing nobody asked for
+    envs = _both(_task(truth=truth, required=[GREP]))
+    _play(envs, [FS_PLAY[0], ToolCall("grep", {"file_name": "plan.txt", "pattern": "budget"})])
+    assert envs["corrected"].outcome().success
+    official = envs["official"].outcome()
+    listing = '{"current_directory_content": ["plan.txt"]}'
+    assert not official.success and official.details["missing_responses"] == [listing]
+    assert "asked_responses_only" in CORRECTED_RULES
+
+
+TRAVEL = {"TravelAPI": {"access_token": "tok", "token_expires_in": 10, "token_type": "Bearer"}}
+CARD = {"access_token": "tok", "card_number": "4111222233334444", "expiration_date": "12/2030",
+        "cardholder_name": "Mira Chen", "card_verification_number": 465}
+
+
+@pytest.mark.parametrize("truth, played", [
+    ({"name": "register_credit_card", "arguments": CARD},
+     ToolCall("register_credit_card", {**CARD, "card_verification_number": 465.0})),
+    ({"name": "set_budget_limit", "arguments": {"access_token": "tok", "budget_limit": 2000.0}},
+     ToolCall("set_budget_limit", {"access_token": "tok", "budget_limit": "2000.0"})),
+])
+def test_rule_schema_check(truth, played):
+    envs = _both(_task(("TravelAPI",), TRAVEL, truth=[[truth]]))
+    results = _play(envs, [played])
+    assert results["corrected"][0].error and "must be" in results["corrected"][0].content
+    assert not results["official"][0].error  # BFCL runs it; the method accepts the value
+    assert not envs["corrected"].outcome().success
+    assert envs["official"].outcome().success
+    assert "schema_check" in CORRECTED_RULES
+
+
+def test_rule_offered_only():
+    truth = [FS_TRUTH[0], [{"name": "rm", "arguments": {"file_name": "plan.txt"}}]]
+    envs = _both(_task(truth=truth, drop={"rm"}))
+    _play(envs, [ToolCall("cd", {"folder": "notes"}), ToolCall("rm", {"file_name": "plan.txt"})])
+    assert envs["corrected"].errors == 1 and not envs["corrected"].outcome().success
+    assert envs["official"].errors == 0 and envs["official"].outcome().success
+    assert "offered_only" in CORRECTED_RULES
+
+
+def test_rule_restore_on_error():
+    envs = _both(_task(("VehicleControlAPI",), CAR_CONFIG, truth=[]))
+    results = _play(envs, [ToolCall("lockDoors", {"unlock": False, "door": ["driver", "trunk"]})])
+    assert all(r[0].error and r[0].content.startswith("Error during execution:") for r in results.values())
+    assert envs["corrected"].instances["VehicleControlAPI"].doorStatus["driver"] == "unlocked"
+    assert envs["official"].instances["VehicleControlAPI"].doorStatus["driver"] == "locked"  # BFCL keeps it
+    assert envs["corrected"].outcome().success and not envs["official"].outcome().success
+    assert "restore_on_error" in CORRECTED_RULES
+
+
+@pytest.mark.parametrize("call", [c for c in HOSTILE if check_literals(c) or c.name not in public_functions(
+    api_class("GorillaFileSystem"))], ids=_id)
+def test_official_still_refuses_what_is_not_a_plain_literal_call_of_a_method(call, sentinels):
+    arm, hits, monkeypatch = sentinels
+    env = BfclEnvironment(scoring="official")
+    env.reset(_task(("GorillaFileSystem",), drop={"rm"}))
+    before = _state(env)
+    arm()
+    result = env.step(call)
+    monkeypatch.undo()
+    assert hits == [] and result.error and json.loads(result.content)["error"]
+    assert _state(env) == before
+
+
+def test_every_rule_is_documented():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text(encoding="utf-8")
+    assert all(f"`{rule}`" in doc for rule in CORRECTED_RULES)

@@ -130,7 +130,11 @@ def test_hostile_completion_is_never_executed(entries):
     run = A.AgentRun(e, A.AgentConfig(template="bfcl"))
     run.feed_agent("[__import__('os').system('touch /tmp/pwned')]")
     run.feed_agent("[turn_on_wifi(x=open('f'))]")
-    assert not run.sandbox.started and run.history[-1]["content"] == A.NO_CALL_REPLY
+    # ACEBench's executor decoding reads these as `system()` (positional arguments dropped) and
+    # `turn_on_wifi(x="open('f')")` (a nested call kept as its text): both only get an error back
+    tools = [m for m in run.history if m["role"] == "tool"]
+    assert [m["name"] for m in tools] == ["system", "turn_on_wifi"]
+    assert all(m["content"].startswith("Error during execution") for m in tools)
 
 
 @settings(max_examples=60, deadline=None)

@@ -99,7 +99,9 @@ def test_run_identity_is_the_manifest_fields_that_define_the_results(tmp_path: P
 
 def _apibank(tmp_path: Path, shared_data_dir: Path, name: str, *extra: str) -> Path:
     out = tmp_path / name
-    rc = main(["eval", "apibank", "--data-dir", str(shared_data_dir / "apibank"), "--out", str(out), *extra])
+    # the corrected rules score every ground truth right (official ones fail some: test_evaluation_apibank)
+    rc = main(["eval", "apibank", "--data-dir", str(shared_data_dir / "apibank"), "--out", str(out),
+               "--scoring", "corrected", *extra])
     assert rc == 0
     return out
 
@@ -115,7 +117,8 @@ def test_apibank_scripted_scores_100_and_replay_seeds_give_mean_and_std(tmp_path
     from tooltune.evaluation.scripted import ground_truth_policy
     from tooltune.generation import GenerationRequest
 
-    play = ground_truth_policy("apibank", data_dir=shared_data_dir / "apibank")
+    play = ground_truth_policy("apibank", data_dir=shared_data_dir / "apibank",
+                               controls=Controls(scoring="corrected"))
     ids = [r["id"] for r in map(json.loads, (gold / "verdicts.jsonl").read_text().splitlines())]
     p0, p1 = tmp_path / "p0.jsonl", tmp_path / "p1.jsonl"
     p0.write_text("".join(json.dumps({"id": i, "result": play(GenerationRequest([], id=i)) if

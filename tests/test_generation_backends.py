@@ -177,6 +177,29 @@ def test_hf_backend_greedy_is_deterministic_and_seeded_sampling_repeats(tiny_mod
     assert backend.prompt_text(reqs[3]).endswith("<think>")
 
 
+def test_hf_backend_token_continuations_match_one_at_a_time_and_stop_after_eos(tiny_model_dir) -> None:
+    import torch
+
+    backend = make_backend("hf", model_path=tiny_model_dir, batch_size=2)
+    tok, model = backend.tokenizer, backend.model
+    contexts = [tok.encode(t, add_special_tokens=False)
+                for t in ("hi", "a much longer prompt to force left padding", "book a table")]
+
+    def alone(ids: list[int], stop: int) -> list[int]:
+        mask = torch.ones(1, len(ids), dtype=torch.long)
+        out = model.generate(input_ids=torch.tensor([ids]), attention_mask=mask, max_new_tokens=6,
+                             do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=stop)
+        new = out[0, len(ids):].tolist()
+        return new[: new.index(stop) + 1] if stop in new else new
+
+    got, logps = backend.generate_ids(contexts, 6)
+    assert logps is None and got == [alone(c, tok.eos_token_id) for c in contexts]
+    stop = alone(contexts[1], tok.eos_token_id)[2]  # a token the model writes third: now the EOS
+    tok.eos_token = tok.convert_ids_to_tokens(stop)
+    cut, _ = backend.generate_ids(contexts, 6)
+    assert cut == [alone(c, stop) for c in contexts] and cut[1][-1] == stop and len(cut[1]) <= 3
+
+
 def test_backend_config_builds_exactly_one_source(tmp_path, monkeypatch) -> None:
     p0, p1 = tmp_path / "p0.jsonl", tmp_path / "p1.jsonl"
     for p in (p0, p1):

@@ -9,15 +9,20 @@ from hypothesis import strategies as st
 
 from tooltune.matching import calls_match
 from tooltune.parsing import (
+    GRAMMARS,
     MAX_BLOCK_CHARS,
     MAX_DEPTH,
+    MODES,
     R2IF_REJECTION,
+    Grammar,
+    all_tags,
     parse_call_names,
     parse_calls,
     parse_completion,
     parse_json_calls,
     parse_parts,
     parse_python_calls,
+    register_grammar,
 )
 from tooltune.prompts import render_answer
 from tooltune.rewards import binary_reward
@@ -466,3 +471,62 @@ def test_call_block_json_roundtrip_with_tag_text_inside_values():
     assert json.loads(text.split("<tool_call>")[1].split("</tool_call>")[0])[0]["arguments"]["s"].startswith(
         "</"
     )
+
+
+# ------------------------------------------------------------------------------- rendering on the grammar
+
+RENDER_CASES = [
+    [],
+    [ToolCall("get_weather", {"city": "Paris", "unit": "c"})],
+    [ToolCall("get.x", {"s": "</tool_call> <think> \"q\" 'a'", "n": [1, 2.5, True, None]}),
+     ToolCall("g", {})],
+    [ToolCall("f", {"obj": {"k": {"z": "é"}}, "neg": -3})],
+]
+
+
+@pytest.mark.parametrize("calls", RENDER_CASES, ids=range(len(RENDER_CASES)))
+@pytest.mark.parametrize("name", sorted(GRAMMARS))  # every registered grammar
+def test_every_grammar_renders_what_it_parses(name, calls):
+    grammar = GRAMMARS[name]
+    for mode in MODES:
+        for reasoning in (None, "check the weather"):
+            text = grammar.render(calls, reasoning)
+            p = parse_completion(text, grammar, mode)
+            assert p.format_ok, (mode, text, p.error)
+            assert calls_match(p.calls, calls), (mode, text)
+            assert p.rejected == (grammar.rejection is not None and not calls)
+    if grammar.reasoning is not None and grammar.default_reasoning is not None:
+        assert parse_completion(grammar.render(calls, "  "), grammar).reasoning  # the grammar's default
+        assert grammar.render(calls, None, fill_reasoning=False) == grammar.render(
+            calls, "x", include_reasoning=False)  # the call block alone
+
+
+def test_render_uses_the_templates_default_reasoning_and_cleans_tags():
+    grammar = GRAMMARS["tool_n1"]
+    text = grammar.render(CALL, None, default_reasoning=lambda calls: "<think>Go</think>")
+    assert text.startswith("<think>Go</think>\n<tool_call>")
+    assert grammar.render(CALL, "a </tool_call> b").startswith("<think>a  b</think>")
+
+
+def test_a_grammar_without_a_renderer_is_refused_at_registration():
+    decode = GRAMMARS["json"].decode
+    with pytest.raises(TypeError, match="no renderer"):
+        register_grammar(Grammar("no_renderer", decode, None))
+    with pytest.raises(TypeError):
+        Grammar("no_renderer", decode)  # the renderer is a required field
+    assert "no_renderer" not in GRAMMARS
+    with pytest.raises(ValueError, match="already registered"):
+        register_grammar(Grammar("json", decode, GRAMMARS["python"].renderer))
+
+
+def test_a_registered_grammar_joins_the_tags_every_renderer_escapes():
+    json_grammar = GRAMMARS["json"]
+    custom = Grammar("test_fenced", json_grammar.decode, json_grammar.renderer,
+                     reasoning=("<plan>", "</plan>"))
+    try:
+        assert register_grammar(custom) is custom and "<plan>" in all_tags()
+        text = GRAMMARS["tool_n1"].render([ToolCall("f", {"v": "<plan>"})], "ok")
+        assert "<plan>" not in text and parse_completion(text).calls == [ToolCall("f", {"v": "<plan>"})]
+    finally:
+        GRAMMARS.pop("test_fenced")
+        all_tags.cache_clear()

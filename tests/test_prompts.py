@@ -20,6 +20,7 @@ from tooltune.prompts import (
     get_template,
     grammar_for,
     history_reasoning_survives,
+    prompt_tools,
     register_template,
     render_answer,
     render_chat,
@@ -95,14 +96,41 @@ CASES = [
 ]
 
 
+def _answer_through_the_chat_template(request, sample, template, text):
+    """Under a template whose tools go to the chat template (``native``), the answer as the chat template
+    writes it after the generation prompt (it must write it unchanged)."""
+    tok = request.getfixturevalue("tiny_tokenizer")
+    messages, tools = render_prompt(sample, template), prompt_tools(sample, template)
+    prompt = render_chat(tok, messages, tools=tools)
+    full = render_chat(tok, [*messages, {"role": "assistant", "content": text}], False, tools=tools)
+    assert full.startswith(prompt + text)
+    return full[len(prompt) : len(prompt) + len(text)]
+
+
 @pytest.mark.parametrize("sample", CASES, ids=lambda s: s.category)
-@pytest.mark.parametrize("template", ["tool_n1", "r2if", "bfcl", "bfcl_strong", "toolrl", "tool_n1_compact"])
-def test_every_category_round_trips(sample, template):
+@pytest.mark.parametrize("template", sorted(TEMPLATES))  # every registered template, native included
+def test_every_category_round_trips(sample, template, request):
     text = render_target(sample, template)
-    p = parse_completion(text, grammar_for(template))
+    if get_template(template).chat_tools:
+        text = _answer_through_the_chat_template(request, sample, template, text)
+    grammar = grammar_for(template)
+    p = parse_completion(text, grammar)
     assert p.format_ok, p.error
     assert calls_match(p.calls, sample.answer)
-    assert p.rejected == (template == "r2if" and not sample.answer)
+    assert p.rejected == (grammar.rejection is not None and not sample.answer)
+
+
+TAGGED = [ToolCall("get_weather", {"city": "</tool_call></think><tool>", "unit": "<response>f"}),
+          ToolCall("book.table", {"n": 2})]
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES))
+@pytest.mark.parametrize("reasoning", [None, "check <think>the</think> </reason> weather"])
+def test_values_and_reasoning_holding_tags_round_trip(template, reasoning):
+    text = render_answer(TAGGED, template, reasoning=reasoning)
+    p = parse_completion(text, grammar_for(template))
+    assert p.format_ok, p.error
+    assert calls_match(p.calls, TAGGED)
 
 
 def test_tool_n1_system_prompt_lists_tools_and_instructions():

@@ -170,3 +170,49 @@ def test_r2if_preset_through_the_trl_adapter():
         {"rewards/binary/mean": 1.0, "rewards/cer/mean": 0.5, "rewards/smv/mean": 1.0}
     )
     assert all(r.messages == prompts[0] for r in student.requests)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"components": {"fine_grained": 1.0}, "require_format": False},
+         "parameter(s) ['require_format'] are taken by none of the components ['fine_grained']"),
+        ({"components": {"binry": 1.0}}, "reward.components: unknown reward 'binry' (did you mean binary?)"),
+        ({"components": {"binary": "heavy"}}, "reward.components.binary: the weight must be a number"),
+        ({"components": {"binary": 1.0}, "params": {"binary": {"tau": 0.3}}},
+         "reward 'binary' takes no parameter(s) ['tau']"),
+    ],
+)
+def test_training_and_verl_accept_or_refuse_a_reward_config_alike(spec, message):
+    """One construction (`tooltune.rewards.build_reward`): training's config validation and the verl
+    entry point refuse the same configurations with the same message."""
+    from tooltune.config import ConfigError
+    from tooltune.rewards import build_reward
+    from tooltune.training.config import RewardConfig, load_config
+
+    overrides = {f"reward.{k}": json.dumps(v) if isinstance(v, dict) else v for k, v in spec.items()}
+    refusals = [
+        lambda: load_config(None, overrides),
+        lambda: CompositeReward.from_config(spec),
+        lambda: build_reward(RewardConfig(**spec), "tool_n1"),
+        lambda: compute_score("tooltune/unit", GOOD, GOLD_JSON, {"reward": spec}),
+    ]
+    for refuse in refusals:
+        with pytest.raises(ConfigError) as caught:
+            refuse()
+        assert message in str(caught.value)
+
+
+def test_training_and_verl_build_the_same_composition():
+    from tooltune.rewards import build_reward
+    from tooltune.training.config import RewardConfig, load_config
+
+    spec = {"components": {"correctness": 1.0, "format": 0.0}, "require_format": False, "template": "r2if"}
+    trained = build_reward(load_config(None, {"reward.components": "{correctness: 1, format: 0}",
+                                              "reward.require_format": False,
+                                              "data.template": "r2if"}).reward, "r2if")
+    for built in (trained, CompositeReward.from_config(spec), build_reward(RewardConfig(**spec), "r2if")):
+        assert built.weights == {"correctness": 1.0, "format": 0.0} and built.template == "r2if"
+        assert built.rewards["correctness"].require_format is False
+    answer = render_answer(GOLD, "r2if")
+    assert compute_score("tooltune/unit", answer, GOLD_JSON, {"reward": spec}) == trained(answer, GOLD)

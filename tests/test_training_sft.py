@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.prompts import PromptControls
 from tooltune.schema import Sample
 
 
@@ -34,7 +35,7 @@ def _samples(n: int) -> list[Sample]:
 def test_sft_rows_render_the_answer_or_a_meta_target() -> None:
     from tooltune.training.data import sft_rows
 
-    rows = sft_rows(_samples(2), "tool_n1", system_prompt="Tools: {tools}")
+    rows = sft_rows(_samples(2), PromptControls("tool_n1", system_prompt="Tools: {tools}"))
     text = rows[0]["completion"][0]["content"]
     assert text.startswith("<think>") and '"x": 0' in text and "</tool_call>" in text
     assert rows[0]["prompt"][-1] == {"role": "user", "content": "f 0"}

@@ -54,7 +54,7 @@ _API: dict[str, str] = {
     "TrainConfig": "tooltune.training.config",
     "load_config": "tooltune.training.config",
     "train": "tooltune.training.runner",
-    "evaluate_episodes": "tooltune.training.agentic",
+    "evaluate_episodes": "tooltune.generation",
     # evaluation
     "evaluate": "tooltune.evaluation.runner",
     # models

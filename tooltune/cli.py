@@ -1,8 +1,8 @@
 """`tooltune` command line: a thin dispatcher over the command groups, and its one error path.
 
 Each group lives in its own module exposing `register(subparsers) -> None`, which adds the group's
-parser and sets `func=handler`. Modules are imported only if they exist in this build; handlers import
-heavy libraries (torch, trl, bfcl) lazily, so `tooltune --help` stays fast.
+parser and sets `func=handler`. Handlers import heavy libraries (torch, trl, bfcl) lazily, so
+`tooltune --help` stays fast.
 
 Errors: a handler raises, it does not print and return. An exception that means "the user gave something
 wrong" (`USER_ERRORS`) becomes one line `tooltune <command>: <message>` on stderr and exit status 2
@@ -13,6 +13,7 @@ and exit status 1.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import json
 import logging
@@ -22,6 +23,7 @@ import traceback
 from collections.abc import Sequence
 
 from tooltune import __version__
+from tooltune.config import missing_dependency
 
 logger = logging.getLogger(__name__)
 
@@ -34,13 +36,13 @@ GROUPS: dict[str, tuple[str, str]] = {
     "eval": ("tooltune.evaluation.commands",
              "Evaluate a model on BFCL (official checker), API-Bank and ACEBench over seeds and controls."),
     "report": ("tooltune.training.report",
-               "Summarise training logs and evaluation results into tables and plots."),
+               "Plot a training run's metrics and summarise it in Markdown (evaluation runs: `tooltune eval "
+               "report`)."),
     "quickstart": ("tooltune.quickstart.commands",
                    "Run the whole pipeline offline on a tiny model in minutes: data, SFT, GRPO, evaluation."),
     "bench": ("tooltune.bench_commands", "Run the benchmarks in bench/ and print measured ratios."),
 }
 
-EXIT_UNAVAILABLE = 2
 EXIT_USER_ERROR = 2
 """Something the user gave is wrong (a flag, a key, a file, a path); the message says what."""
 EXIT_BUG = 1
@@ -71,46 +73,10 @@ are user errors."""
 _OS_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
-def _is_missing(err: ImportError, module: str) -> bool:
-    """True when `err` says `module` itself (or a parent package of it) does not exist.
-
-    An ImportError raised while importing one of the module's *dependencies* (say `trl`, or a sibling
-    tooltune module) names that dependency instead, and must not be mistaken for an absent feature.
-    """
-    name = getattr(err, "name", None)
-    if not isinstance(err, ModuleNotFoundError) or not name:
-        return False
-    return module == name or module.startswith(name + ".")
-
-
-def _placeholder(subparsers: argparse._SubParsersAction, group: str, description: str, reason: str) -> None:
-    parser = subparsers.add_parser(group, help=description, description=f"{description}\n\n{reason}")
-
-    def unavailable(_args: argparse.Namespace) -> int:
-        print(f"tooltune {group}: {reason}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
-
-    # Whatever follows the group name is accepted, so the user sees why the group is unavailable
-    # rather than an argument error.
-    parser.set_defaults(func=unavailable, _accepts_any_args=True)
-
-
 def _register_group(
     subparsers: argparse._SubParsersAction, group: str, module: str, description: str
 ) -> None:
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:
-        if _is_missing(e, module):
-            reason = f"not available in this build ({module} is missing)."
-            _placeholder(subparsers, group, description, reason)
-        else:
-            # The group exists but something it needs is not installed: say so instead of hiding it.
-            logger.debug("importing %s failed", module, exc_info=True)
-            _placeholder(subparsers, group, description,
-                         f"cannot be loaded: importing {module} failed with {type(e).__name__}: {e}. "
-                         "Install the pinned requirements (make test / make demo set up .venv).")
-        return
+    mod = importlib.import_module(module)
     mod.register(subparsers)
     if group not in subparsers.choices:
         logger.warning("%s.register() did not add a %r command", module, group)
@@ -125,7 +91,7 @@ def _register_group(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full `tooltune` parser with every command group registered (or a placeholder for it)."""
+    """The full `tooltune` parser with every command group registered."""
     parser = argparse.ArgumentParser(
         prog="tooltune",
         description="Train tool-calling language models with GRPO and verifiable rewards "
@@ -191,6 +157,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def _fail(err: Exception, command: str, verbose: int) -> int:
     """Report an exception that reached `main`; returns the exit status."""
+    err = missing_dependency(err) or err  # an optional package not installed: the user's to install
     if is_user_error(err):
         if verbose:
             traceback.print_exception(err)
@@ -205,6 +172,39 @@ def _fail(err: Exception, command: str, verbose: int) -> int:
     return EXIT_BUG
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command that was given (`tooltune data prepare`'s), else the top-level one."""
+    found = parser
+    group = getattr(args, "group", None)
+    sub = args._group_parsers.get(group) if group else None
+    if sub is not None:
+        found = sub
+        name = getattr(args, f"{group}_command", None)
+        for action in sub._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                found = action.choices[name]
+    return found
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Exit with status 2 and one line naming the unknown arguments and, for a mistyped flag, the flags
+    of that command that look like it (`--sede` -> `--seed`)."""
+    command = _command_parser(parser, args)
+    flags: dict[str, str] = {}  # every spelling -> the action's first long spelling
+    for action in command._actions:
+        spellings = [o for o in action.option_strings if o.startswith("--")]
+        for o in spellings:
+            flags[o] = spellings[0]
+    hints: list[str] = []
+    for token in extra:
+        if token.startswith("--") and token.split("=", 1)[0] not in flags:
+            near = difflib.get_close_matches(token.split("=", 1)[0], list(flags), n=6, cutoff=0.6)
+            hints += [flags[n] for n in near if flags[n] not in hints][:3]
+    hint = f" (did you mean {' or '.join(hints)}?)" if hints else ""
+    command.exit(EXIT_USER_ERROR, f"{command.prog}: error: unrecognized arguments: {' '.join(extra)}{hint}; "
+                 f"`{command.prog} --help` lists the options\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tooltune` console script; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -214,14 +214,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(sum(2 if a == "-vv" else 1 for a in head if a in ("-v", "--verbose", "-vv")))
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra and not getattr(args, "_accepts_any_args", False):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        _unrecognized(parser, args, extra)
     func = getattr(args, "func", None)
     if func is None:
         # A group given without a sub-command prints that group's help; nothing given prints the top help.
         sub = args._group_parsers.get(args.group) if args.group else None
         (sub or parser).print_help()
-        return 0 if args.group is None else EXIT_UNAVAILABLE
+        return 0 if args.group is None else EXIT_USER_ERROR
     try:
         result = func(args)
     except KeyboardInterrupt:

@@ -5,8 +5,10 @@ ground truth as a multiset. Call order and argument order are free; every argume
 must be equal, with JSON types significant: ``"5" != 5``, ``5 != 5.0``, ``true != 1``; no missing or
 extra argument and no missing or extra call. Name-level match compares only the multiset of names.
 
-`exact_match` is the whole verdict on a completion (format under a grammar, then the calls): the
-binary reward, the held-out evaluations and the difficulty filter all call it.
+`exact_match` is the whole verdict on a completion (format under a grammar, then the calls);
+`parsed_match` is the same verdict on a completion already parsed (the binary reward parses once for
+all the components of a composite). The binary reward, the held-out evaluations, the difficulty
+filter and the environments' state comparison (`call_differences`) all use this module.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tooltune.parsing import Grammar, parse_calls, parse_completion
-from tooltune.schema import ToolCall
+from tooltune.schema import Parsed, ToolCall
 
-# one encoder reused: json.dumps with keyword arguments builds a new encoder on every call
-_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+# one encoder reused (json.dumps with keyword arguments builds a new encoder on every call); its text is
+# json.dumps(value, sort_keys=True)'s, so `tooltune.environments` call texts read as plain JSON
+_ENCODE = json.JSONEncoder(sort_keys=True).encode
 
 
 def canonical_value(value: Any) -> str:
@@ -57,6 +60,26 @@ def calls_match(pred: Sequence[ToolCall] | None, gold: Sequence[ToolCall]) -> bo
     if len(gold) == 1:  # the common case: skip building counters
         return pred[0].name == gold[0].name and call_key(pred[0]) == call_key(gold[0])
     return Counter(map(call_key, pred)) == Counter(map(call_key, gold))
+
+
+def call_differences(
+    pred: Iterable[ToolCall], gold: Iterable[ToolCall]
+) -> tuple[list[ToolCall], list[ToolCall]]:
+    """(gold calls that no predicted call matches, predicted calls that match no gold call), each call
+    used at most once: both empty exactly when `calls_match(pred, gold)`. Order follows the inputs."""
+    gold = list(gold)
+    pool: dict[tuple[str, str], list[int]] = {}
+    for i, g in enumerate(gold):
+        pool.setdefault(call_key(g), []).append(i)
+    matched: set[int] = set()
+    extra = []
+    for p in pred:
+        bucket = pool.get(call_key(p))
+        if bucket:
+            matched.add(bucket.pop(0))
+        else:
+            extra.append(p)
+    return [g for i, g in enumerate(gold) if i not in matched], extra
 
 
 def names_match(pred: Sequence[ToolCall] | None, gold: Sequence[ToolCall]) -> bool:
@@ -98,6 +121,18 @@ def exact_match(
     `gold` may be a function returning the calls: it is called only when a call list was decoded, so a
     malformed completion (most of them early in training) costs no ground-truth decoding."""
     parsed = parse_completion(text, grammar, mode) if require_format else parse_calls(text, grammar)
+    return parsed_match(parsed, gold, require_format)
+
+
+def parsed_match(
+    parsed: Parsed,
+    gold: Sequence[ToolCall] | Callable[[], Sequence[ToolCall]],
+    require_format: bool = True,
+) -> float:
+    """`exact_match`'s verdict on a parse: 1.0 when calls were decoded, the format holds (when
+    `require_format`) and the calls equal `gold`, else 0.0. `parsed` comes from
+    `tooltune.parsing.parse_completion` (format required) or `parse_calls` (calls only); `gold` may be a
+    function, called only when a call list was decoded."""
     if parsed.calls is None or (require_format and not parsed.format_ok):
         return 0.0
     return 1.0 if calls_match(parsed.calls, gold() if callable(gold) else gold) else 0.0

@@ -16,7 +16,8 @@ Also here, for every command: `UserError`, the base of the errors that mean "the
 wrong" (the command line prints their message on one line and exits with status 2), and the checks
 of values that name things on disk or in a registry (`checks`: `prepare_output`, `require_file`,
 `check_model_path`, `unknown_name`, `check_prompt_text`), so that a command refuses them before any
-work starts.
+work starts. `missing_dependency` turns the ModuleNotFoundError of an optional package into
+`MissingDependency`, a user error naming the command that installs it (`dependencies`).
 """
 
 from tooltune.config.arguments import add_arguments, given_overrides
@@ -29,6 +30,7 @@ from tooltune.config.checks import (
     require_file,
     unknown_name,
 )
+from tooltune.config.dependencies import MissingDependency, missing_dependency
 from tooltune.config.fields import ConfigError, Range, UserError, option, section
 from tooltune.config.loading import (
     apply,
@@ -46,6 +48,7 @@ from tooltune.config.loading import (
 
 __all__ = [
     "ConfigError",
+    "MissingDependency",
     "Range",
     "UserError",
     "add_arguments",
@@ -61,6 +64,7 @@ __all__ = [
     "given_overrides",
     "load",
     "looks_local",
+    "missing_dependency",
     "option",
     "parse_overrides",
     "prepare_output",

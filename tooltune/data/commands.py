@@ -1,8 +1,9 @@
 """`tooltune data …`: prepare, synth, export, select, validate.
 
-The options of `prepare` (PrepareConfig), `synth` (SynthConfig) and `select` (DifficultyConfig and the
-backend, BackendConfig) are flags generated from those dataclasses: `--key value`, a bool as `--key`,
-`--key false` or `--no-key`, a dict or list as YAML text. Heavy libraries are imported in the handlers.
+The options of `prepare` (PrepareConfig), `synth` (SynthConfig), `export` (the prompt controls,
+`tooltune.prompts.PromptControls`) and `select` (DifficultyConfig and the backend, BackendConfig) are
+flags generated from those dataclasses: `--key value`, a bool as `--key`, `--key false` or `--no-key`,
+a dict or list as YAML text. Heavy libraries are imported in the handlers.
 
 Every handler checks what it was given (values, names, input files, the output path) before any work
 and raises: `tooltune.cli` turns a user error into one line naming the option and exit status 2.
@@ -24,7 +25,7 @@ from tooltune.data.recipes import DifficultyConfig
 from tooltune.data.sources import SOURCES
 from tooltune.data.synthetic import SynthConfig
 from tooltune.generation import BackendConfig
-from tooltune.prompts import get_template, grammar_for, system_prompt_text
+from tooltune.prompts import PromptControls, grammar_for
 
 EXIT_FAILED_CHECK = 1
 """`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
@@ -77,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     e.add_argument("--input", action="append", required=True)
     e.add_argument("--format", choices=("jsonl", "hf", "verl"), required=True)
     e.add_argument("--out", required=True)
-    _prompt_args(e)
+    config_mechanism.add_arguments(e, PromptControls, group="prompt", title="prompt rendering")
     e.set_defaults(func=_export)
 
     c = sub.add_parser("select", help="R2IF balanced set or policy-based difficulty filter")
@@ -100,15 +101,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="registered template (or grammar) that renders and reads the answers")
     v.add_argument("--show", type=int, default=20, help="failures to print")
     v.set_defaults(func=_validate)
-
-
-def _prompt_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--template", default="tool_n1", help="tool_n1 | r2if | bfcl | bfcl_strong | …")
-    p.add_argument("--history", choices=("native", "context"), default="native")
-    p.add_argument("--no-reasoning-history", action="store_true", help="drop earlier reasoning from history")
-    p.add_argument("--system-prompt", default=None,
-                   help="replace the template's system prompt: text ({tools} is filled in), a text file, "
-                   "or a registered template's name (its system text)")
 
 
 def _check_inputs(paths: list[str]) -> None:
@@ -201,19 +193,12 @@ def _tasks(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from tooltune.data.export import export
 
-    get_template(args.template, "--template", "template")
-    system_prompt = system_prompt_text(args.system_prompt, "--system-prompt")
+    controls = PromptControls()
+    config_mechanism.apply(controls, config_mechanism.given_overrides(args, "prompt"))
+    controls.check(lambda name: "--" + name.replace("_", "-"))
     _check_inputs(args.input)
     config_mechanism.prepare_output(args.out, folder=args.format == "hf")
-    n = export(
-        args.input,
-        args.format,
-        args.out,
-        template=args.template,
-        history=args.history,
-        keep_reasoning=not args.no_reasoning_history,
-        system_prompt=system_prompt,
-    )
+    n = export(args.input, args.format, args.out, controls)
     print(f"wrote {n} rows ({args.format}) to {args.out}")
     return 0
 

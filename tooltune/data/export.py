@@ -11,6 +11,9 @@ verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta", and
     "chat_tools" under ``native``}.
 JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
+
+Every export renders under one `tooltune.prompts.PromptControls` (template, system prompt, history
+form, reasoning history; a template name stands for the defaults with that template), resolved once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tooltune.prompts import CHAT_TOOLS_COLUMN, prompt_tools_json, render_prompt
+from tooltune.prompts import (
+    CHAT_TOOLS_COLUMN,
+    PromptLike,
+    ResolvedPrompt,
+    as_prompt,
+    prompt_tools_json,
+    render_prompt,
+)
 from tooltune.schema import Sample, read_jsonl, write_jsonl
 
 logger = logging.getLogger(__name__)
@@ -38,51 +48,35 @@ def _tools_json(sample: Sample) -> str:
     return json.dumps([t.to_dict() for t in sample.tools], ensure_ascii=False)
 
 
-def _chat_tools(sample: Sample, template: str) -> dict[str, str]:
+def _chat_tools(sample: Sample, prompt: ResolvedPrompt) -> dict[str, str]:
     """The `CHAT_TOOLS_COLUMN` entry of a row under a template that needs it, else nothing."""
-    tools = prompt_tools_json(sample, template)
+    tools = prompt_tools_json(sample, prompt)
     return {} if tools is None else {CHAT_TOOLS_COLUMN: tools}
 
 
-def to_trl_rows(
-    samples: Iterable[Sample],
-    template: str = "tool_n1",
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
-) -> list[dict[str, Any]]:
-    """One TRL row per sample (columns in the module docstring); the trainer adds `prompt_index`."""
+def to_trl_rows(samples: Iterable[Sample], prompt: PromptLike = "tool_n1") -> list[dict[str, Any]]:
+    """One TRL row per sample (columns in the module docstring) rendered under `prompt`; the trainer
+    adds `prompt_index`."""
+    p = as_prompt(prompt)
     return [
         {
-            "prompt": render_prompt(
-                s,
-                template=template,
-                history=history,
-                keep_reasoning=keep_reasoning,
-                system_prompt=system_prompt,
-            ),
+            "prompt": render_prompt(s, p),
             "answer": _answer_json(s),
             "sample_id": s.id,
             "category": s.category,
             "tools": _tools_json(s),
             "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
-            **_chat_tools(s, template),
+            **_chat_tools(s, p),
         }
         for s in samples
     ]
 
 
-def to_hf_dataset(
-    samples: Iterable[Sample],
-    template: str = "tool_n1",
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
-) -> Any:
+def to_hf_dataset(samples: Iterable[Sample], prompt: PromptLike = "tool_n1") -> Any:
     """A `datasets.Dataset` of TRL rows."""
     import datasets  # deferred: datasets takes about a second to import
 
-    rows = to_trl_rows(samples, template, history, keep_reasoning, system_prompt)
+    rows = to_trl_rows(samples, prompt)
     if not rows:
         return datasets.Dataset.from_dict(
             {k: [] for k in ("prompt", "answer", "sample_id", "category", "tools", "meta")}
@@ -92,37 +86,32 @@ def to_hf_dataset(
 
 
 def to_verl_rows(
-    samples: Iterable[Sample],
-    template: str = "tool_n1",
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
-    data_source: str | None = None,
+    samples: Iterable[Sample], prompt: PromptLike = "tool_n1", data_source: str | None = None
 ) -> list[dict[str, Any]]:
-    """verl RL rows; `data_source` defaults to `tooltune/<sample source>` (verl routes rewards by it)."""
+    """verl RL rows rendered under `prompt`; `data_source` defaults to `tooltune/<sample source>` (verl
+    routes rewards by it)."""
+    p = as_prompt(prompt)
     rows = []
     for i, s in enumerate(samples):
         answer = _answer_json(s)
-        prompt = render_prompt(
-            s, template=template, history=history, keep_reasoning=keep_reasoning, system_prompt=system_prompt
-        )
+        messages = render_prompt(s, p)
         rows.append(
             {
                 "data_source": data_source or f"tooltune/{s.source or 'unknown'}",
-                "prompt": prompt,
+                "prompt": messages,
                 "ability": VERL_ABILITY,
                 "reward_model": {"style": "rule", "ground_truth": answer},
                 "extra_info": {
                     "index": i,
                     "sample_id": s.id,
                     "category": s.category,
-                    "template": template,
-                    "history": history,
+                    "template": p.name,
+                    "history": p.history,
                     "tools": _tools_json(s),
                     "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
-                    **_chat_tools(s, template),
+                    **_chat_tools(s, p),
                     # verl hands compute_score only extra_info: R2IF's CER student needs the prompt
-                    "prompt": prompt,
+                    "prompt": messages,
                 },
             }
         )
@@ -139,16 +128,9 @@ def write_verl_parquet(samples: Iterable[Sample], path: str, **kwargs: Any) -> i
     return len(rows)
 
 
-def export(
-    inputs: Sequence[str],
-    fmt: str,
-    out: str,
-    template: str = "tool_n1",
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
-) -> int:
-    """Read canonical JSONL file(s) and write `fmt` to `out` (a file for jsonl/verl, a folder for hf).
+def export(inputs: Sequence[str], fmt: str, out: str, prompt: PromptLike = "tool_n1") -> int:
+    """Read canonical JSONL file(s) and write `fmt` to `out` (a file for jsonl/verl, a folder for hf),
+    rendered under `prompt` (jsonl writes the samples themselves).
 
     Every input is read before anything is written: a bad line raises a SchemaError naming `file:line`
     and the cause (`tooltune.schema.read_jsonl`) and leaves `out` untouched."""
@@ -157,16 +139,11 @@ def export(
     samples: list[Sample] = []
     for path in inputs:
         samples.extend(read_jsonl(path))
-    opts = {
-        "template": template,
-        "history": history,
-        "keep_reasoning": keep_reasoning,
-        "system_prompt": system_prompt,
-    }
     if fmt == "jsonl":
         return write_jsonl(samples, out)
+    p = as_prompt(prompt)
     if fmt == "verl":
-        return write_verl_parquet(samples, out, **opts)
-    ds = to_hf_dataset(samples, **opts)
+        return write_verl_parquet(samples, out, prompt=p)
+    ds = to_hf_dataset(samples, p)
     ds.save_to_disk(out)
     return len(ds)

@@ -28,7 +28,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
 from tooltune.generation import Backend, Sampling, score_samples
-from tooltune.prompts import TEMPLATES
+from tooltune.prompts import TEMPLATES, PromptControls
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -138,9 +138,9 @@ def policy_rewards(
                 cache_f.flush()
 
         score_samples(
-            backend, todo, cfg.template, cfg.k,
+            backend, todo, PromptControls(cfg.template, history=cfg.history), cfg.k,
             Sampling(cfg.temperature, cfg.max_new_tokens, cfg.batch_size),
-            history=cfg.history, seeds=seeds, require_format=cfg.require_format, on_chunk=keep,
+            seeds=seeds, require_format=cfg.require_format, on_chunk=keep,
             progress="difficulty" if cfg.progress else None,
         )
     return done

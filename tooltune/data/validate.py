@@ -1,7 +1,9 @@
 """Gold self-check: every sample's ground truth, rendered in a template, must earn binary reward 1.0.
 
 It catches answers the parser cannot read back (values that break the grammar, unsupported types),
-renderer/parser drift, and broken records, before any training step is spent on them.
+renderer/parser drift, and broken records, before any training step is spent on them. The verdict is
+the binary reward's (`tooltune.matching.exact_match`: strict format, exact calls); the template (or
+grammar) is looked up once per check.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tooltune.prompts import render_target
-from tooltune.rewards import binary_reward
+from tooltune.matching import exact_match
+from tooltune.parsing import Grammar
+from tooltune.prompts import TEMPLATES, PromptTemplate, get_template, grammar_for, render_target
 from tooltune.schema import Sample, read_jsonl
 
 SPLIT_FILES = ("train.jsonl", "val.jsonl")
@@ -35,12 +38,17 @@ def check_samples(
     report: ValidationReport | None = None,
     where: str = "",
 ) -> ValidationReport:
+    """Render each sample's ground truth in `template` (a template or grammar name) and parse it back;
+    a sample passes when the verdict is 1.0 (added to `report`, or to a new one)."""
     report = report or ValidationReport(template)
+    grammar = grammar_for(template)
+    answers: PromptTemplate | Grammar = (
+        get_template(template) if template in TEMPLATES or ":" in template else grammar
+    )
     for s in samples:
         report.total += 1
-        text = render_target(s, template)
-        answer = [c.to_dict() for c in s.answer]
-        score = binary_reward(text, answer, template=template)
+        text = render_target(s, answers)
+        score = exact_match(text, s.answer, grammar)
         if score == 1.0:
             report.passed += 1
         else:

@@ -17,8 +17,9 @@ Task (``meta["env"]``, name ``acebench``):
 The tools offered are the sample's ``tools``. A step runs a call only when its name is an offered tool
 that an involved instance has as a public method, and its arguments are plain JSON literals
 (`check_literals`) that fit the tool's schema (`check_arguments`); anything else is refused with an
-error message and starts nothing. A call that fails inside the API ("Error during execution: ...")
-leaves the sandbox as it was before it.
+error message and starts nothing. A call that fails inside the API ("Error during execution: ...") or
+runs past the step's time budget leaves the sandbox as it was before it. Every method of the simulated
+APIs costs time linear in its arguments, which `check_literals` bounds.
 
 Outcome: ACEBench's end-to-end check (`end_to_end`): the state has as many classes as the goal and
 every saved attribute equals the goal's (dict attributes: every goal key equal). Score 1.0 on success,
@@ -46,6 +47,7 @@ from tooltune.environments.base import (
     register_environment,
     spec_by_name,
 )
+from tooltune.environments.limits import StepTimeout
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec, calls_from_any
 
 logger = logging.getLogger(__name__)
@@ -137,7 +139,11 @@ class AcebenchEnvironment(Environment):
         if not self._has_method(call.name):
             return error_result(f"function {call.name!r} is not a method of {self.involved}")
         before = copy.deepcopy(self.sandbox.instances)
-        text = self.sandbox.execute(call)
+        try:
+            text = self.sandbox.execute(call)
+        except StepTimeout:  # stopped at the step's budget: the state as it was before the call
+            self.sandbox.instances = before
+            raise
         if text.startswith(_FAILED):  # the API raised: the state as it was before the call
             self.sandbox.instances = before
         return ToolResult(text[:MAX_RESULT_CHARS], error=_failed(text))

@@ -1,7 +1,7 @@
 """What an environment is: tools, an initial state, a safe step per parsed call, and an outcome check.
 
 An environment turns a model's decoded calls into tool messages and judges the final state. It owns no
-model and no prompt: the agentic rollout (`tooltune.training.agentic`) renders the conversation,
+model and no prompt: the episode driver (`tooltune.generation.episodes`) renders the conversation,
 generates, decodes the calls with the template's grammar and hands each `ToolCall` to `step`.
 
 Contract (every environment in `tooltune.environments` follows it):
@@ -12,6 +12,8 @@ Contract (every environment in `tooltune.environments` follows it):
 - ``step(call)`` executes ONE parsed call and returns a `ToolResult` (the tool message text and whether it
   was an error). It never raises on model input: unknown functions, wrong argument names or types and
   anything that is not a plain literal call are answered with an error message and change no state.
+  It runs under the environment's time budget (``step_seconds``, `tooltune.environments.limits`): a
+  step that runs longer is stopped and answered with an error message saying so.
 - ``outcome(final_text)`` judges the episode after the last turn (BFCL multi-turn semantics: the state
   reached must equal the goal state, and required facts must appear in the final answer when the task
   asks for them). It returns an `Outcome` with ``success`` and a score in [0, 1].
@@ -28,6 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
+from tooltune.matching import call_key
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
 MAX_RESULT_CHARS = 2000
@@ -71,11 +75,14 @@ class Environment(ABC):
     """One task at a time: `reset`, then `step` per call, then `outcome`."""
 
     name: ClassVar[str] = ""
+    step_seconds: float = STEP_SECONDS
+    """Time budget of one step in seconds (0: none); set it on an instance to change it."""
 
     def __init__(self) -> None:
         self.task: Sample | None = None
         self.calls_made = 0
         self.errors = 0
+        self.timeouts = 0
 
     def reset(self, task: Sample) -> None:
         """Load `task` (its ``meta["env"]``); forget everything from the previous task."""
@@ -87,6 +94,7 @@ class Environment(ABC):
         self.task = task
         self.calls_made = 0
         self.errors = 0
+        self.timeouts = 0
         self._load(task, spec)
 
     @property
@@ -97,10 +105,14 @@ class Environment(ABC):
         return list(self.task.tools)
 
     def step(self, call: ToolCall) -> ToolResult:
-        """Execute one parsed call; never raises on model input."""
+        """Execute one parsed call within `step_seconds`; never raises on model input."""
         self.calls_made += 1
         try:
-            result = self._execute(call)
+            with step_budget(self.step_seconds, f"{call.name!r:.80}"):
+                result = self._execute(call)
+        except StepTimeout as e:  # the episode goes on: this step failed, saying why
+            self.timeouts += 1
+            result = error_result(str(e))
         except Exception as e:  # a tool implementation's own failure is the tool's error message
             result = error_result(f"{type(e).__name__}: {e}")
         if result.error:
@@ -149,9 +161,12 @@ def environment_of(task: Sample) -> str:
     return spec["name"]
 
 
-def call_key(call: ToolCall) -> str:
-    """A canonical text of a call (name + sorted JSON arguments), for lookups and state comparison."""
-    return call.name + json.dumps(call.arguments, sort_keys=True, default=str)
+def call_text(call: ToolCall) -> str:
+    """A hashable text of a call: its name followed by its arguments in `tooltune.matching`'s canonical
+    form (typed, key order free), for lookups of known results, reports of a state and comparisons of
+    call sequences: calls that `tooltune.matching` counts equal have the same text."""
+    name, arguments = call_key(call)
+    return name + arguments
 
 
 def check_arguments(call: ToolCall, spec: ToolSpec) -> str | None:

@@ -17,19 +17,28 @@ Task (``meta["env"]``, name ``bfcl``):
 The tools offered are the sample's ``tools`` (BFCL's function documents as `ToolSpec`); each must be a
 public method of an involved class.
 
-A step runs a call only when its name is an offered tool and a public function defined on an involved
-class (no leading underscore: `_load_scenario`, `__init__` and attributes are never reachable), its
-arguments are plain JSON literals (`check_literals`) that fit the tool's schema (`check_arguments`) and
-bind to the method's signature. The method gets a deep copy of the arguments as keyword arguments:
-no call string is built and nothing is evaluated. A method that raises leaves the instance as it was
-before the call (its attributes are restored); BFCL's tool message for it is kept
-("Error during execution: ..."). Results are shown as BFCL's executor shows them (dicts as JSON,
-anything else `str()`), cut to `MAX_RESULT_CHARS`.
+A step (``corrected`` scoring, the default) runs a call only when its name is an offered tool and a
+public function defined on an involved class (no leading underscore: `_load_scenario`, `__init__` and
+attributes are never reachable), its arguments are plain JSON literals (`check_literals`) that fit the
+tool's schema (`check_arguments`) and bind to the method's signature. The method gets a deep copy of
+the arguments as keyword arguments: no call string is built and nothing is evaluated. A method that
+raises leaves the instance as it was before the call (its attributes are restored); BFCL's tool message
+for it is kept ("Error during execution: ..."). Results are shown as BFCL's executor shows them (dicts
+as JSON, anything else `str()`), cut to `MAX_RESULT_CHARS`.
 
-Resource limits: MathAPI's `logarithm` / `square_root` take a precision of at most `MAX_PRECISION`
-digits and `power` a base of at most 1e12 and an exponent of at most `MAX_EXPONENT` in absolute value
-(an unbounded one makes a call run for minutes); the decimal and mpmath precisions those methods set
-process-wide are put back after every call.
+Bounds (`tooltune.environments.bfcl_limits`): arguments that would make a MathAPI method compute for
+minutes (`round_number`'s decimal_places, `logarithm` / `square_root`'s precision, `power`'s base and
+exponent) are refused before the call; a call that leaves the GorillaFileSystem's tree deeper than
+`MAX_TREE_DEPTH` levels or with more than `MAX_TREE_ENTRIES` paths is refused and the file system put
+back; every step runs under the environment's time budget (`tooltune.environments.limits`). The
+decimal and mpmath precisions MathAPI sets process-wide are put back after every call.
+
+Scoring (`BfclEnvironment(scoring=...)`): ``corrected`` (the default, the training signal) applies the
+rules in `CORRECTED_RULES` where BFCL's checker is too strict or too loose for a reward; ``official``
+gives BFCL's own outcome (for evaluation): any public method of an involved class runs, with no schema
+check and no state restored after a raising method, and the outcome needs the state of the ground truth
+and every tool message of the replayed ground truth among the episode's tool messages, each as often
+as the ground truth produced it. The literal and resource checks apply in both modes (docs/environments.md).
 
 `bfcl_eval` is optional: it is imported when a task is loaded, not when this module is.
 """
@@ -62,6 +71,8 @@ from tooltune.environments.base import (
     register_environment,
     spec_by_name,
 )
+from tooltune.environments.bfcl_limits import TREE_CLASSES, argument_problem, tree_problem
+from tooltune.environments.limits import StepTimeout, shielded
 from tooltune.schema import Sample, SchemaError, ToolCall, calls_from_any
 
 logger = logging.getLogger(__name__)
@@ -83,10 +94,21 @@ BFCL's web-search and memory classes are left out on purpose (network access, fi
 STATELESS = ("MathAPI",)
 """Classes BFCL never loads a scenario into."""
 
-MAX_PRECISION = 100
-"""Most digits MathAPI's logarithm / square_root may be asked for."""
-MAX_EXPONENT = 1000
-"""Largest absolute exponent MathAPI's power accepts (its base: at most 1e12 in absolute value)."""
+SCORING = ("corrected", "official")
+CORRECTED_RULES: dict[str, str] = {
+    "final_answer_counts": "a required response contained in the final answer text counts as produced "
+                           "(BFCL: only tool messages count)",
+    "required_once": "each required response needs one equal tool message, however often it is listed "
+                     "(BFCL: one per occurrence)",
+    "asked_responses_only": "only the task's required_responses are checked (BFCL: every tool message "
+                            "of the replayed ground truth)",
+    "schema_check": "a call whose arguments do not fit the tool's schema is refused and changes nothing "
+                    "(BFCL: runs it; card_verification_number=465.0, budget_limit='2000.0' succeed)",
+    "offered_only": "only the task's offered tools run (BFCL: any public method of an involved class)",
+    "restore_on_error": "a method that raises leaves its instance as it was (BFCL: its changes up to the "
+                        "exception stay)",
+}
+"""Where the ``corrected`` outcome differs from BFCL's (rule -> ours, and BFCL's behaviour)."""
 
 _VALUE_CHARS = 200
 _MISSING = ("the bfcl environment needs the bfcl-eval package: pip install -r requirements/bfcl.txt && "
@@ -179,20 +201,12 @@ def state_differences(model: Any, truth: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-def resource_problem(call: ToolCall) -> str | None:
-    """Why `call` would run too long (see the module docstring), or None."""
-    a = call.arguments
-    number = (int, float)
-    if call.name in ("logarithm", "square_root"):
-        p = a.get("precision")
-        if isinstance(p, number) and p > MAX_PRECISION:
-            return f"{call.name}: precision must be at most {MAX_PRECISION}"
-    if call.name == "power":
-        base, exp = a.get("base"), a.get("exponent")
-        too_big = isinstance(exp, number) and abs(exp) > MAX_EXPONENT
-        if too_big or (isinstance(base, number) and abs(base) > 1e12):
-            return f"power: |exponent| must be at most {MAX_EXPONENT} and |base| at most 1e12"
-    return None
+def _restore(inst: Any, before: dict[str, Any] | None) -> None:
+    """Put `inst`'s attributes back to the snapshot `before` (never cut short by a step's alarm)."""
+    if before is not None:
+        with shielded():
+            vars(inst).clear()
+            vars(inst).update(before)
 
 
 def _steps(value: Any, where: str) -> list[list[ToolCall]]:
@@ -210,6 +224,16 @@ class BfclEnvironment(Environment):
     """BFCL's multi-turn API classes (see the module docstring)."""
 
     name = "bfcl"
+
+    def __init__(self, scoring: str = "corrected") -> None:
+        super().__init__()
+        if scoring not in SCORING:
+            raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
+        self.scoring = scoring
+
+    @property
+    def official(self) -> bool:
+        return self.scoring == "official"
 
     def _load(self, task: Sample, spec: dict[str, Any]) -> None:
         where = f"sample {task.id!r}: meta.env"
@@ -233,6 +257,10 @@ class BfclEnvironment(Environment):
             self.instances = instantiate(self.involved, config)
         except Exception as e:  # a scenario BFCL's loader cannot read
             raise TaskError(f"{where}.initial_config: {type(e).__name__}: {e}") from None
+        for cls in set(self.involved) & set(TREE_CLASSES):
+            problem = tree_problem(self.instances[cls])
+            if problem:
+                raise TaskError(f"{where}.initial_config.{cls}: {problem}")
         self.methods = {name: (cls, fn) for cls in self.involved
                         for name, fn in public_functions(type(self.instances[cls])).items()}
         self.offered = spec_by_name(task.tools)
@@ -243,11 +271,12 @@ class BfclEnvironment(Environment):
         self._truth: tuple[dict[str, Any], list[str], list[str]] | None = None
 
     def _execute(self, call: ToolCall) -> ToolResult:
-        if call.name not in self.offered:
+        if call.name not in (self.methods if self.official else self.offered):
             return error_result(f"function {call.name!r:.80} is not available; "
                                 f"available: {', '.join(sorted(self.offered))[:600]}")
-        spec = self.offered[call.name]
-        problem = check_literals(call) or check_arguments(call, spec) or resource_problem(call)
+        problem = check_literals(call) or argument_problem(call)
+        if not self.official:
+            problem = problem or check_arguments(call, self.offered[call.name])
         if problem:
             return error_result(problem)
         text, failed = self._run(self.instances, call)
@@ -260,23 +289,34 @@ class BfclEnvironment(Environment):
         inst = instances[cls]
         bound = types.MethodType(fn, inst)
         kwargs = copy.deepcopy(dict(call.arguments))
-        try:
-            inspect.signature(bound).bind(**kwargs)
-        except TypeError as e:
-            return f"Error during execution: {call.name}: {e}", True
-        before = copy.deepcopy(vars(inst))
+        if not self.official:  # BFCL calls the method as it is (a wrong argument raises inside the call)
+            try:
+                inspect.signature(bound).bind(**kwargs)
+            except TypeError as e:
+                return f"Error during execution: {call.name}: {e}", True
+        shaped = cls in TREE_CLASSES
+        before = copy.deepcopy(vars(inst)) if shaped or not self.official else None
         precision, mpmath = decimal.getcontext().prec, sys.modules.get("mpmath")
         digits = mpmath.mp.dps if mpmath is not None else None
         try:
             value = bound(**kwargs)
-        except Exception as e:  # the API's own failure: BFCL's message, and the state as it was
-            vars(inst).clear()
-            vars(inst).update(before)
+        except Exception as e:  # the API's own failure: BFCL's message (corrected: the state as it was)
+            if not self.official:
+                _restore(inst, before)
             return f"Error during execution: {e}", True
+        except StepTimeout:  # stopped at the step's budget: as a failure of the method
+            if not self.official:
+                _restore(inst, before)
+            raise
         finally:  # MathAPI sets these process-wide
-            decimal.getcontext().prec = precision
-            if mpmath is not None and digits is not None:
-                mpmath.mp.dps = digits
+            with shielded():
+                decimal.getcontext().prec = precision
+                if mpmath is not None and digits is not None:
+                    mpmath.mp.dps = digits
+        problem = tree_problem(inst) if shaped else None
+        if problem:  # refused in both scorings: the file system as it was before the call
+            _restore(inst, before)
+            return json.dumps({"error": f"{call.name}: {problem}"}), True
         return result_text(value), isinstance(value, dict) and "error" in value
 
     def truth(self) -> tuple[dict[str, Any], list[str], list[str]]:
@@ -295,17 +335,26 @@ class BfclEnvironment(Environment):
 
     def outcome(self, final_text: str | None = None) -> Outcome:
         """BFCL's multi-turn check after the last turn: every involved instance has the public state of
-        the ground truth replayed from the same initial config (`state_checker`), and every required
-        response was produced: equal to one of the episode's tool messages (`response_checker`), or
-        contained in the final answer text. Score 1.0 on success, else 0.0."""
-        instances, _, failed = self.truth()
+        the ground truth replayed from the same initial config (`state_checker`), and the responses were
+        produced. ``corrected``: every required response equals one of the episode's tool messages or is
+        contained in the final answer text. ``official`` (`response_checker`): every tool message of the
+        replayed ground truth equals a distinct one of the episode's. Score 1.0 on success, else 0.0."""
+        instances, truth_results, failed = self.truth()
         differences = {cls: d for cls in self.involved
                        if (d := state_differences(self.instances[cls], instances[cls]))}
-        said = final_text or ""
-        missing = [r[:_VALUE_CHARS] for r in self.required if r not in self.results and r not in said]
+        if self.official:
+            missing, left = [], list(self.results)
+            for r in truth_results:
+                if r in left:
+                    left.remove(r)
+                else:
+                    missing.append(r[:_VALUE_CHARS])
+        else:
+            said = final_text or ""
+            missing = [r[:_VALUE_CHARS] for r in self.required if r not in self.results and r not in said]
         ok = not differences and not missing
         details: dict[str, Any] = {"differences": differences, "missing_responses": missing,
-                                   "calls": self.calls_made, "errors": self.errors}
+                                   "calls": self.calls_made, "errors": self.errors, "scoring": self.scoring}
         if failed:
             details["ground_truth_errors"] = failed
         return Outcome(ok, 1.0 if ok else 0.0, details)

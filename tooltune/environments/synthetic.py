@@ -16,14 +16,14 @@ Task (``meta["env"]``, name ``synthetic_chain``):
   any other valid call returns ``{"status": "ok"}``.
 
 State: every call that passed the schema check, in order. Success: the state equals the goal as a
-multiset; calls that were refused (unknown tool, wrong argument names/types/enum values) change
+multiset, compared as `tooltune.matching` compares calls (`call_differences`: typed values, argument
+order free); calls that were refused (unknown tool, wrong argument names/types/enum values) change
 nothing. Score: 1.0 on success, else 0.0.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from typing import Any
 
 from tooltune.environments.base import (
@@ -31,13 +31,14 @@ from tooltune.environments.base import (
     Outcome,
     TaskError,
     ToolResult,
-    call_key,
+    call_text,
     check_arguments,
     error_result,
     ok_result,
     register_environment,
     spec_by_name,
 )
+from tooltune.matching import call_differences
 from tooltune.schema import Sample, SchemaError, ToolCall, calls_from_any
 
 
@@ -49,7 +50,7 @@ class ChainEnvironment(Environment):
     def _load(self, task: Sample, spec: dict[str, Any]) -> None:
         try:
             self.goal = calls_from_any(spec.get("goal"))
-            self.results = {call_key(calls_from_any([c])[0]): r for c, r in spec.get("results") or []}
+            self.results = {call_text(calls_from_any([c])[0]): r for c, r in spec.get("results") or []}
         except (SchemaError, TypeError, ValueError) as e:
             raise TaskError(f"sample {task.id!r}: meta.env.goal/results: {e}") from None
         if not self.goal:
@@ -69,7 +70,7 @@ class ChainEnvironment(Environment):
         if problem:
             return error_result(problem)
         self.state.append(call)
-        key = call_key(call)
+        key = call_text(call)
         if key in self.results:
             return ok_result(self.results[key])
         lookup = self.lookups.get(call.name)
@@ -80,10 +81,9 @@ class ChainEnvironment(Environment):
         return ok_result({"status": "ok"})
 
     def outcome(self, final_text: str | None = None) -> Outcome:
-        reached = Counter(call_key(c) for c in self.state)
-        wanted = Counter(call_key(c) for c in self.goal)
-        missing = sorted((wanted - reached).elements())
-        extra = sorted((reached - wanted).elements())
+        missing_calls, extra_calls = call_differences(self.state, self.goal)
+        missing = sorted(map(call_text, missing_calls))
+        extra = sorted(map(call_text, extra_calls))
         ok = not missing and not extra
         return Outcome(ok, 1.0 if ok else 0.0, {"missing": missing, "extra": extra})
 

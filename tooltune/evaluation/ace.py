@@ -45,9 +45,9 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from tooltune.config import ConfigError, check_values, option
-from tooltune.evaluation import acebench, apibank, bfcl
+from tooltune.evaluation.benchmark import get_benchmark
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
-from tooltune.evaluation.runner import BENCHMARKS, benchmark_data_dir, check_local_tool_support, prepare
+from tooltune.evaluation.runner import check_local_tool_support, prepare
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
 from tooltune.prompts import CHAT_TOOLS_COLUMN, get_template
 from tooltune.rewards.cer import CERReward
@@ -55,17 +55,6 @@ from tooltune.schema import ToolCall
 
 ACE_FILE = "ace.jsonl"
 V_BASE_FILE = "v_base.sqlite"
-
-LEFT_OUT = {
-    "live_relevance": "any call passes: no single correct call list",
-    "special_incomplete": "the correct answer is a sentence naming the missing parameters, not calls",
-    "special_error_param": "the correct answer is a sentence naming the wrong values, not calls",
-    "agent_multi_step": "agent conversations are not single-turn entries",
-    "agent_multi_turn": "agent conversations are not single-turn entries",
-    **{c: "multi-turn conversations are not single-turn entries" for c in bfcl.MULTI_TURN},
-}
-"""Categories ACE leaves out, and why."""
-
 
 @dataclass
 class AceOptions:
@@ -114,43 +103,17 @@ class AceSet:
     left_out: dict[str, str]
 
 
-def _split(categories: Sequence[str] | str | None) -> list[str] | None:
-    if categories in (None, "", "all"):
-        return None
-    return [c.strip() for c in (categories.split(",") if isinstance(categories, str) else categories)
-            if c.strip()]
-
-
 def ace_set(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
             data_dir: str | os.PathLike | None = None) -> AceSet:
-    """The entries of `benchmark` ACE runs on (see the module doc), with their prompts and correct calls."""
-    asked = _split(categories)
-    if benchmark == "bfcl":
-        cats = bfcl.expand_categories("single_turn" if categories in (None, "") else categories)
-        kept = [c for c in cats if c not in LEFT_OUT]
-        gold = {}
-        for e in bfcl.load_entries(kept):
-            irrelevant = "irrelevance" in e.category
-            gold[e.id] = [] if irrelevant else bfcl.ground_truth_calls(e, controls.name_style)
-    elif benchmark == "apibank":
-        folder = benchmark_data_dir(benchmark, data_dir)
-        cats = asked or list(apibank.LEVELS)
-        kept = cats
-        gold = {s.id: s.answer for _, s in apibank.load_samples(folder, kept)}
-    elif benchmark == "acebench":
-        folder = benchmark_data_dir(benchmark, data_dir)
-        cats = asked or acebench.categories_in(folder)
-        kept = [c for c in cats if c not in LEFT_OUT]
-        gold = {s.id: (s.answer if c.startswith("normal") else [])
-                for c, s in acebench.load_samples(folder, kept)}
-    else:
-        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
-    left_out = {c: LEFT_OUT[c] for c in cats if c not in kept}
-    if not kept:
-        return AceSet([], [], [], left_out)
-    prep = prepare(benchmark, kept, controls, data_dir)
-    items = [AceItem(t.id, t.category, t.messages, gold[t.id], t.tools) for t in prep.tasks if t.id in gold]
-    return AceSet(items, sorted({i.category for i in items}), prep.data_files, left_out)
+    """The entries of `benchmark` ACE runs on (`Benchmark.ace_gold`), with their prompts and correct calls."""
+    bench = get_benchmark(benchmark)
+    found = bench.ace_gold(categories, controls, bench.data_dir(data_dir))
+    if not found.kept:
+        return AceSet([], [], [], found.left_out)
+    prep = prepare(benchmark, found.kept, controls, data_dir)
+    items = [AceItem(t.id, t.category, t.messages, found.gold[t.id], t.tools)
+             for t in prep.tasks if t.id in found.gold]
+    return AceSet(items, sorted({i.category for i in items}), prep.data_files, found.left_out)
 
 
 def ace_statistics(values: Sequence[float]) -> dict[str, float]:

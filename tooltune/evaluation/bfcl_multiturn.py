@@ -1,11 +1,12 @@
-"""BFCL multi-turn: the inference loop (model -> decode -> BFCL's executor -> results back) and its check.
+"""BFCL multi-turn on the episode driver: BFCL's turns, its executor behind a safety check, its checker.
 
-Per turn: held-out functions of that turn (miss_func) join the tool list and the user is told so with
-BFCL's own message; then at most `MAXIMUM_STEP_LIMIT` (20) steps of: render the conversation with this
-project's template and history controls, generate, decode with `parse_completion`, execute the calls
-on BFCL's API classes, append the results as tool messages. A step without calls ends the turn. More
-steps than the limit force-terminate the entry (BFCL fails it). The decoded calls of every step go to
-`bfcl_eval`'s `multi_turn_checker`, which replays them and compares state and responses.
+The loop is `tooltune.generation.episodes` (message view): per turn, at most `MAXIMUM_STEP_LIMIT` (20)
+steps of: render the conversation with this project's template and history controls, generate, decode
+with `parse_completion`, execute the calls, append the results as tool messages. A step without calls
+ends the turn. More steps than the limit force-terminate the entry (BFCL fails it). What is BFCL's is
+here: the turns (`_Questions`: a miss_func turn adds its held-out functions to the tools and tells the
+user so with BFCL's own message), the executor (`BfclExecutor`) and the verdict: the call strings every
+step ran go to `bfcl_eval`'s `multi_turn_checker`, which replays them and compares state and responses.
 
 BFCL executes call strings with `eval`. Before any call reaches it, the string we build is parsed with
 `ast.parse` and must be exactly one call of a function the entry offers, with keyword arguments whose
@@ -16,62 +17,108 @@ each evaluation gets a fresh model name and its instances are deleted once an en
 
 from __future__ import annotations
 
-import ast
-import keyword
 import logging
 import re
-import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
+from tooltune.environments import ToolResult
 from tooltune.evaluation.bfcl import BfclEntry, bfcl_environment, entry_tools
+from tooltune.evaluation.bfcl_official import call_string, fresh_model_name, score_multi_turn
 from tooltune.evaluation.bfcl_truth import parse_call_string
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import Backend, GenerationRequest
-from tooltune.parsing import parse_completion
-from tooltune.prompts import grammar_for, prompt_tools, python_literal, render_answer, render_prompt
-from tooltune.schema import Sample, ToolCall
+from tooltune.generation import (
+    END,
+    Backend,
+    Dialogue,
+    EpisodeConfig,
+    EpisodeRun,
+    GenerationRequest,
+    MessageContext,
+    NamedResult,
+    Reply,
+    Step,
+    StopRules,
+    drive,
+    step_decoder,
+)
+from tooltune.prompts import grammar_for, render_answer
+from tooltune.schema import ToolCall, ToolSpec
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class MultiTurnConfig:
-    template: str = "tool_n1"
-    mode: str = "strict"
-    history: str = "native"
-    keep_reasoning: bool = True
-    system_prompt: str | None = None
-    temperature: float = 0.0
-    max_new_tokens: int = 512
-    seed: int | None = None
+MultiTurnConfig = EpisodeConfig
+"""BFCL multi-turn runs under the episode driver's config (template, mode, history, sampling)."""
 
 
-def safe_call_string(call: ToolCall, allowed: set[str]) -> tuple[str | None, str | None]:
-    """The call string BFCL will execute, or (None, reason) when it is not a plain literal call."""
-    if call.name not in allowed:
-        return None, f"function {call.name!r} does not exist"
-    if not call.name.isidentifier() or keyword.iskeyword(call.name):
-        return None, f"function name {call.name!r} is not an identifier"
-    for k in call.arguments:
-        if not isinstance(k, str) or not k.isidentifier() or keyword.iskeyword(k):
-            return None, f"argument name {k!r} is not an identifier"
-    text = f"{call.name}(" + ", ".join(f"{k}={python_literal(v)}" for k, v in call.arguments.items()) + ")"
-    try:
-        node = ast.parse(text, mode="eval").body
-        ok = (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == call.name
-              and not node.args and len(node.keywords) == len(call.arguments))
-        if ok:
-            for kw in node.keywords:
-                ast.literal_eval(kw.value)
-    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError) as e:
-        return None, f"arguments are not plain literals ({type(e).__name__})"
-    return (text, None) if ok else (None, "not a single plain call")
+safe_call_string = call_string
+"""The call string BFCL will execute, or (None, reason) when it is not a plain literal call
+(`bfcl_official.call_string`: one rule for the live loop and the scoring of recorded results)."""
 
 
-class MultiTurnRun:
-    """The state of one entry's conversation; `request()` / `feed(text)` until `done`."""
+def _category(e: BfclEntry) -> str:
+    return e.id.rsplit("_", 1)[0]
+
+
+class BfclExecutor:
+    """BFCL's executor behind the driver's `step`: a call runs, as the string `safe_call_string`
+    builds, through `execute_multi_turn_func_call` on the entry's instances (a `NamedResult` named by
+    that string); a refused call gets an error message and runs nothing. `functions` are the function
+    documents offered so far."""
+
+    def __init__(self, e: BfclEntry, model_name: str) -> None:
+        self.e, self.model_name = e, model_name
+        self.functions = list(e.entry["function"])
+        # Methods of the entry's API classes, held-out ones included: BFCL executes those whether or not
+        # they were offered yet (one ground truth does); everything else (builtins) is refused.
+        self.allowed = {f["name"] for f in _all_functions(e.entry)}
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return entry_tools(self.functions)
+
+    def step(self, call: ToolCall) -> ToolResult:
+        # deferred: bfcl-eval loads every model handler at import (seconds)
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+        text, why = safe_call_string(call, self.allowed)
+        if text is None:
+            return ToolResult(f"Error during execution: call rejected: {why}", error=True)
+        entry = self.e.entry
+        results, _ = execute_multi_turn_func_call([text], entry["initial_config"], entry["involved_classes"],
+                                                  self.model_name, self.e.id,
+                                                  long_context="long_context" in _category(self.e))
+        out = str(results[0])
+        return NamedResult(out, error=out.startswith("Error during execution"), name=text)
+
+
+class _Questions(Dialogue):
+    """BFCL's user turns: the entry's questions in order; a miss_func turn adds its held-out functions
+    to the executor's tools and its user message is BFCL's notice of them."""
+
+    def __init__(self, e: BfclEntry, executor: BfclExecutor, added_msg: str) -> None:
+        self.e, self.executor, self.added_msg = e, executor, added_msg
+        self.holdout = e.entry.get("missed_function") or {}
+
+    def _turn(self, turn: int) -> Reply:
+        questions = self.e.entry["question"]
+        if turn >= len(questions):
+            return END
+        msgs = list(questions[turn])
+        if str(turn) in self.holdout:
+            self.executor.functions.extend(self.holdout[str(turn)])
+            msgs = [{"role": "user", "content": self.added_msg}]
+        return Reply.turn(msgs)
+
+    def opening(self, run: EpisodeRun) -> Reply:
+        return self._turn(0)
+
+    def after_answer(self, run: EpisodeRun, step: Step) -> Reply:
+        return self._turn(run.turn + 1)
+
+
+class MultiTurnRun(EpisodeRun):
+    """One entry's conversation on the episode driver; `request()` / `feed(text)` until `done`."""
 
     def __init__(self, e: BfclEntry, cfg: MultiTurnConfig, model_name: str) -> None:
         # deferred: bfcl-eval loads every model handler at import (seconds)
@@ -80,76 +127,35 @@ class MultiTurnRun:
             MAXIMUM_STEP_LIMIT,
         )
 
-        self.e, self.cfg, self.model_name = e, cfg, model_name
-        self.functions = list(e.entry["function"])
-        self.holdout = e.entry.get("missed_function") or {}
-        # Methods of the entry's API classes, held-out ones included: BFCL executes those whether or not
-        # they were offered yet (one ground truth does); everything else (builtins) is refused.
-        self.allowed = {f["name"] for f in _all_functions(e.entry)}
-        self.added_msg, self.step_limit = DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC, MAXIMUM_STEP_LIMIT
-        self.history: list[dict[str, Any]] = []
-        self.decoded: list[list[list[str]]] = []
-        self.raw: list[list[str]] = []
-        self.turn, self.step, self.done, self.error = -1, 0, False, None
-        self._next_turn()
+        self.e, self.cfg, self.model_name, self.step_limit = e, cfg, model_name, MAXIMUM_STEP_LIMIT
+        self.category = _category(e)
+        self.executor = BfclExecutor(e, model_name)
+        self.context = MessageContext(cfg, e.id, "bfcl", strip_empty_answers=True)
+        self.functions, self.history = self.executor.functions, self.context.history
+        # the step after the 20th of a turn may still run its calls; then the entry is force-terminated
+        rules = StopRules(step_limit=MAXIMUM_STEP_LIMIT + 1)
+        super().__init__(self.executor, self.context,
+                         _Questions(e, self.executor, DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC),
+                         rules, step_decoder(grammar_for(cfg.template), cfg.mode), e.id)
 
     @property
-    def category(self) -> str:
-        return self.e.id.rsplit("_", 1)[0]
+    def raw(self) -> list[list[str]]:
+        """The raw text of every step, per turn (BFCL's result layout)."""
+        return self.record.turn_texts
 
-    def _next_turn(self) -> None:
-        self.turn += 1
-        questions = self.e.entry["question"]
-        if self.turn >= len(questions):
-            self.done = True
-            return
-        msgs = list(questions[self.turn])
-        if str(self.turn) in self.holdout:
-            self.functions.extend(self.holdout[str(self.turn)])
-            msgs = [{"role": "user", "content": self.added_msg}]
-        self.history.extend(msgs)
-        self.decoded.append([])
-        self.raw.append([])
-        self.step = 0
+    @property
+    def decoded(self) -> list[list[list[str]]]:
+        """Per turn, the call strings each step ran (steps where none ran left out): what the checker
+        replays."""
+        ran = [[[r.name for r in s.results if isinstance(r, NamedResult)] for s in turn]
+               for turn in self.record.turn_steps]
+        return [[names for names in turn if names] for turn in ran]
 
-    def request(self) -> GenerationRequest:
-        sample = Sample(self.e.id, "bfcl", "multi_step", self.history, entry_tools(self.functions), [])
-        c = self.cfg
-        messages = render_prompt(sample, c.template, history=c.history, keep_reasoning=c.keep_reasoning,
-                                 system_prompt=c.system_prompt)
-        return GenerationRequest(messages, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
-                                 seed=c.seed, id=self.e.id, meta={"turn": self.turn, "step": self.step},
-                                 tools=prompt_tools(sample, c.template))
-
-    def feed(self, text: str) -> None:
-        # deferred: bfcl-eval loads every model handler at import (seconds)
-        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
-
-        self.raw[self.turn].append(text)
-        parsed = parse_completion(text, grammar_for(self.cfg.template), self.cfg.mode)
-        if not parsed.calls:  # no call (or undecodable): the turn is over; the reply stays in the history
-            if parsed.calls == [] and not self.cfg.keep_reasoning:  # an explicit no-call: drop its reasoning
-                text = render_answer([], self.cfg.template, include_reasoning=False)
-            self.history.append({"role": "assistant", "content": text})
-            self._next_turn()
-            return
-        checked = [safe_call_string(c, self.allowed) for c in parsed.calls]
-        safe = [s for s, _ in checked if s is not None]
-        entry = self.e.entry
-        results = iter(execute_multi_turn_func_call(
-            safe, entry["initial_config"], entry["involved_classes"], self.model_name, self.e.id,
-            long_context="long_context" in self.category)[0] if safe else [])
-        if safe:
-            self.decoded[self.turn].append(safe)
-        self.history.append({"role": "assistant", "content": text, "reasoning": parsed.reasoning,
-                             "tool_calls": [c.to_dict() for c in parsed.calls]})
-        for (s, why), call in zip(checked, parsed.calls):
-            out = next(results) if s is not None else f"Error during execution: call rejected: {why}"
-            self.history.append({"role": "tool", "name": s or call.name, "content": str(out)})
-        self.step += 1
-        if self.step > self.step_limit:
-            self.done = True
-            self.error = f"multi_turn:force_terminated: more than {self.step_limit} steps in turn {self.turn}"
+    @property
+    def error(self) -> str | None:
+        if self.record.end == "turn_limit":
+            return f"multi_turn:force_terminated: more than {self.step_limit} steps in turn {self.turn}"
+        return None
 
     def verdict(self) -> Verdict:
         # deferred: bfcl-eval loads every model handler at import (seconds)
@@ -179,11 +185,6 @@ def _forget_instances(model_name: str, entry_id: str) -> None:
         delattr(multi_turn_utils, key)
 
 
-def fresh_model_name() -> str:
-    """A model name no earlier evaluation in this process used (BFCL caches instances by name)."""
-    return f"tooltune_{uuid.uuid4().hex[:12]}"
-
-
 def run_multi_turn(
     entries: Iterable[BfclEntry],
     backend: Backend,
@@ -191,26 +192,27 @@ def run_multi_turn(
     on_verdict: Callable[[Verdict, list[list[str]]], None],
     parallel: int = 16,
     progress: Any = None,
+    scoring: str = "corrected",
 ) -> None:
-    """Run the loop for `entries`, `parallel` conversations at a time (one batched generate per step)."""
+    """Run the loop for `entries`, `parallel` conversations at a time (one batched generate per step).
+
+    `scoring`: ``corrected`` judges what the loop ran (`MultiTurnRun.verdict`); ``official`` judges the
+    recorded result (every step's raw text) as bfcl-eval's evaluation of a result file does
+    (`bfcl_official.score_multi_turn`)."""
     bfcl_environment()
     model_name = fresh_model_name()
-    pending = list(entries)
-    active: list[MultiTurnRun] = []
-    while pending or active:
-        while pending and len(active) < parallel:
-            active.append(MultiTurnRun(pending.pop(0), cfg, model_name))
-        running = [r for r in active if not r.done]
-        if running:
-            outs = backend.generate([r.request() for r in running])
-            for r, texts in zip(running, outs):
-                r.feed(texts[0] if texts else "")
-        for r in [r for r in active if r.done]:
-            on_verdict(r.verdict(), r.raw)
-            _forget_instances(model_name, r.e.id)
-            active.remove(r)
-            if progress is not None:
-                progress.update(1)
+
+    def finished(run: MultiTurnRun) -> None:
+        if scoring == "official":
+            verdict = score_multi_turn(run.e, run.raw, cfg.template, cfg.mode, scoring="official")
+        else:
+            verdict = run.verdict()
+        on_verdict(verdict, run.raw)
+        _forget_instances(model_name, run.e.id)
+        if progress is not None:
+            progress.update(1)
+
+    drive((MultiTurnRun(e, cfg, model_name) for e in entries), backend, finished, parallel=parallel)
 
 
 def _all_functions(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,18 +27,13 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
-from tooltune.evaluation import acebench
 from tooltune.evaluation.ace import AceOptions, evaluate_ace
+from tooltune.evaluation.benchmark import Benchmark, benchmark_names, get_benchmark
 from tooltune.evaluation.protocol import Controls
-from tooltune.evaluation.runner import RunOptions, benchmark_data_dir, evaluate
+from tooltune.evaluation.runner import RunOptions, evaluate
+from tooltune.evaluation.scripted import ground_truth_policy
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
 from tooltune.rundir import RunLock, check_identity, write_identity
-
-BENCHMARK_HELP = {
-    "bfcl": "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn).",
-    "apibank": "API-Bank level-1 / level-2 API-call accuracy.",
-    "acebench": "ACEBench normal + special categories (agent categories need a user-simulator endpoint).",
-}
 
 ACE_HELP = ("R2IF's ACE (mean R_cer) of a model's completions on a benchmark's single-turn entries, "
             "measured with a student model.")
@@ -46,32 +41,27 @@ STUDENT_FLAGS = ("model", "endpoint", "model_name", "device", "dtype", "batch_si
                  "concurrency", "timeout", "retries")
 """BackendConfig fields of the CER student, given as --student-model, --student-endpoint, ..."""
 
-USER_FLAGS = ("endpoint", "model_name", "api_key_env")
-"""BackendConfig fields of the ACEBench user simulator, given as --user-endpoint, --user-model-name, ..."""
 
-
-def _add_run_args(p: argparse.ArgumentParser, benchmark: str) -> None:
+def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
     add = config_mechanism.add_arguments
-    add(p, RunOptions, exclude=("data_dir",) if benchmark == "bfcl" else (), group="run")
+    add(p, RunOptions, exclude=() if bench.uses_data_dir else ("data_dir",), group="run")
     p.add_argument("--scripted", action="store_true",
                    help="play back the ground truth instead of a backend (a self-check of the harness: "
-                        "expect 100%%)")
+                        "expect 100%% under --scoring corrected; under official, the benchmark's own "
+                        "failures of its ground truth, docs/evaluation.md)")
     add(p, BackendConfig, exclude=("batch_size",), group="backend",
         title="what produces the completions (exactly one of --model, --endpoint, --predictions, "
               "--scripted); a local model generates --batch-size prompts at once")
-    add(p, Controls, exclude=() if benchmark == "bfcl" else ("name_style",), group="controls",
+    add(p, Controls, exclude=bench.controls_excluded, group="controls",
         title="protocol controls (recorded in the manifest)")
     add(p, Sampling, group="sampling", title="sampling (recorded in the manifest)")
-    if benchmark == "acebench":
-        add(p, BackendConfig, only=USER_FLAGS, flag_prefix="user-", group="user",
-            title="user simulator for agent_multi_turn (skipped without one; shares --concurrency, "
-                  "--timeout, --retries)")
-    p.set_defaults(func=_run, benchmark=benchmark)
+    bench.add_arguments(p)
+    p.set_defaults(func=_run, benchmark=bench.name)
 
 
 def _add_ace_args(p: argparse.ArgumentParser) -> None:
     add = config_mechanism.add_arguments
-    p.add_argument("--benchmark", required=True, choices=tuple(BENCHMARK_HELP),
+    p.add_argument("--benchmark", required=True, choices=benchmark_names(),
                    help="the benchmark whose single-turn entries are measured")
     add(p, RunOptions, exclude=("report",), group="run")
     add(p, BackendConfig, exclude=("batch_size",), group="backend",
@@ -89,9 +79,12 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "eval", help="Evaluate on BFCL, API-Bank, ACEBench over seeds and controls.",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="eval_command", metavar="{bfcl,apibank,acebench,ace,compare,report}")
-    for name, text in BENCHMARK_HELP.items():
-        _add_run_args(sub.add_parser(name, help=text, description=text), name)
+    names = benchmark_names()
+    commands = ",".join((*names, "ace", "compare", "report"))
+    sub = parser.add_subparsers(dest="eval_command", metavar="{" + commands + "}")
+    for name in names:
+        bench = get_benchmark(name)
+        _add_run_args(sub.add_parser(name, help=bench.help, description=bench.help), bench)
     _add_ace_args(sub.add_parser("ace", help=ACE_HELP, description=ACE_HELP))
     cmp_ = sub.add_parser("compare", help="score differences of two runs; flags non-comparable manifests")
     cmp_.add_argument("run_a")
@@ -120,43 +113,23 @@ def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, 
 
 def _backends(args: argparse.Namespace, opts: RunOptions, controls: Controls, backend: BackendConfig,
               data_dir: Path | None) -> list[tuple[int, Any]]:
-    from tooltune.evaluation.scripted import ground_truth_policy
-
     if args.scripted:
         if backend.sources():
             raise ConfigError(f"backend: --scripted plays the ground truth; drop --{backend.sources()[0]}")
-        policy = ground_truth_policy(args.benchmark, controls.template, opts.categories or None, data_dir,
-                                     controls.name_style)
+        policy = ground_truth_policy(args.benchmark, categories=opts.categories or None, data_dir=data_dir,
+                                     controls=controls)
         return [(0, ScriptedBackend(policy, name="scripted"))]
     return backend.seed_backends(opts.seeds)
-
-
-def _user_backend(args: argparse.Namespace, backend: BackendConfig, data_dir: Path | None) -> Any:
-    """ACEBench's user simulator: --user-endpoint, or the scripted user with --scripted."""
-    if args.benchmark != "acebench":
-        return None
-    given = config_mechanism.given_overrides(args, "user")
-    if given:
-        shared = {k: getattr(backend, k) for k in ("concurrency", "timeout", "retries")}
-        user = config_mechanism.load(BackendConfig, base=shared, overrides=given)
-        if not user.endpoint:
-            raise ConfigError("user.endpoint: the user simulator needs --user-endpoint URL")
-        if not user.model_name:
-            raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
-        return user.build()
-    if args.scripted and data_dir is not None:
-        entries = acebench.load_agent_entries(data_dir, acebench.AGENT_CATEGORIES)
-        return ScriptedBackend(acebench.scripted_user_policy(entries), name="scripted-user")
-    return None
 
 
 def _run(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
     opts, controls, sampling, backend = _configs(args)
-    data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+    bench = get_benchmark(args.benchmark)
+    data_dir = bench.data_dir(opts.data_dir)
     backends = _backends(args, opts, controls, backend, data_dir)
-    user_backend = _user_backend(args, backend, data_dir)
+    user_backend = bench.user_backend(args, backend, data_dir)
     model = "scripted" if args.scripted else backend.label
     with RunLock(opts.out):  # the report is written under the same lock as the results
         summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
@@ -179,7 +152,7 @@ def _ace(args: argparse.Namespace) -> int:
     student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
     student.source()
     options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
-    data_dir = None if args.benchmark == "bfcl" else benchmark_data_dir(args.benchmark, opts.data_dir)
+    data_dir = get_benchmark(args.benchmark).data_dir(opts.data_dir)
     backends = backend.seed_backends(opts.seeds)
     identity = {"command": "eval ace", "benchmark": args.benchmark, "model": backend.label,
                 "student": student.label, "categories": opts.categories, "controls": asdict(controls),

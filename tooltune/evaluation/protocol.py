@@ -21,43 +21,31 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tooltune import config as config_mechanism
 from tooltune.config import option
-from tooltune.prompts import get_template, system_prompt_text
+from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
 
 logger = logging.getLogger(__name__)
 
 PACKAGES = ("tooltune", "bfcl-eval", "torch", "transformers", "trl", "numpy")
 
-COMPARABLE_KEYS = ("benchmark", "categories", "template", "system_prompt_sha256", "controls", "data_sha256",
-                   "seeds", "sampling", "packages.bfcl-eval", "packages.tooltune")
+COMPARABLE_KEYS = ("benchmark", "categories", "template", "controls.scoring", "system_prompt_sha256",
+                   "controls", "data_sha256", "seeds", "sampling", "packages.bfcl-eval", "packages.tooltune")
 """Manifest fields that must be equal for two runs' scores to be comparable (model and backend are
 what a comparison is about, so they may differ)."""
 
-SCORING_PACKAGES = {"bfcl": ("tooltune", "bfcl-eval")}
-"""Packages whose version changes a benchmark's verdicts (default: tooltune alone)."""
 
 
 @dataclass
-class Controls:
+class Controls(PromptControls):
     """The choices that move tool-calling scores; every one is recorded with the result.
 
-    Each field is a `tooltune eval` flag of the same name (`--keep-reasoning false`, `--name-style
-    underscore`), generated from this declaration."""
+    The prompt controls (template, system_prompt, history, keep_reasoning; their checks, `resolve()`,
+    `system_text()` and `system_sha256(extra)`) come from `tooltune.prompts.PromptControls`. Each field
+    is a `tooltune eval` flag of the same name (`--keep-reasoning false`, `--name-style underscore`),
+    generated from this declaration."""
 
-    template: str = option("tool_n1", "Prompt template and output grammar (a registered template name).")
-    system_prompt: str | None = option(
-        None,
-        "System-prompt variant: none = the template's own, a template name (e.g. bfcl_strong) or literal "
-        "text ({tools} is filled in); the command line also takes a text file.",
-    )
-    history: str = option(
-        "native",
-        "Multi-turn history: native (role messages through the chat template) or context (one user turn).",
-        ("native", "context"),
-    )
-    keep_reasoning: bool = option(True, "Keep earlier turns' reasoning in the history.")
     mode: str = option("strict", "Format mode of the completion parser.", ("strict", "substring"))
     name_style: str = option(
         "dotted",
@@ -65,21 +53,13 @@ class Controls:
         "(underscore).",
         ("dotted", "underscore"),
     )
-
-    def validate(self) -> Controls:
-        config_mechanism.check_values(self)
-        get_template(self.template, "template", "template")
-        system_prompt_text(self.system_prompt, "system_prompt")
-        return self
-
-    def system_text(self) -> str | None:
-        """The system-prompt override passed to render_prompt: a template name's text, a file's contents or
-        the text itself (`tooltune.prompts.system_prompt_text`); None = the template's own."""
-        return system_prompt_text(self.system_prompt, "system_prompt")
-
-    def system_sha256(self, extra: str = "") -> str:
-        text = self.system_text() or get_template(self.template).system
-        return hashlib.sha256((text + extra).encode()).hexdigest()
+    scoring: str = option(
+        "official",
+        "Scoring rules: official (the benchmark's official code, rule for rule, its bugs included: the "
+        "numbers to report under the benchmark's name) or corrected (each deviation a named fix listed in "
+        "docs/evaluation.md).",
+        ("official", "corrected"),
+    )
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
@@ -139,11 +119,12 @@ def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
     What the scores depend on: benchmark, categories, what generated (model, backend, digests of
     replayed predictions), the controls (the system prompt by its sha256), sampling, seeds, the data
-    files' sha256 and the versions of the packages that score (`SCORING_PACKAGES`). The Python
+    files' sha256 and the versions of the packages that score (`Benchmark.scoring_packages`). The Python
     version and the other packages are recorded in the manifest but do not block a resume."""
     controls = {k: v for k, v in (manifest.get("controls") or {}).items() if k != "system_prompt"}
     packages = manifest.get("packages") or {}
-    scoring = SCORING_PACKAGES.get(manifest.get("benchmark", ""), ("tooltune",))
+    name = manifest.get("benchmark", "")
+    scoring = get_benchmark(name).scoring_packages if name in benchmark_names() else ("tooltune",)
     return {
         "command": "eval",
         "benchmark": manifest.get("benchmark"),

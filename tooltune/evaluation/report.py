@@ -1,8 +1,10 @@
 """Markdown report and PNG bar charts from evaluation run folders (summary.json + manifest.json).
 
-Scores are shown as mean ± std over seeds (in percent). For BFCL a Tool-N1 Table-2-style table is
-added (Non-live: simple, multiple, parallel, parallel multiple, overall; Live: the same; Overall =
-mean of Non-live and Live) next to the current leaderboard's aggregates.
+Scores are shown as mean ± std over seeds (in percent), each run labelled with its model, template and
+scoring mode (`official` or `corrected`); a report over runs scored under different rules says so at the
+top. A benchmark's own tables come from `Benchmark.report_tables` (BFCL: a Tool-N1 Table-2-style table,
+Non-live: simple, multiple, parallel, parallel multiple, overall; Live: the same; Overall = mean of
+Non-live and Live, next to the current leaderboard's aggregates).
 """
 
 from __future__ import annotations
@@ -14,21 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+
 logger = logging.getLogger(__name__)
-
-TABLE2_COLUMNS = (
-    ("Non-live simple", "table2.non_live.simple"), ("Non-live multiple", "table2.non_live.multiple"),
-    ("Non-live parallel", "table2.non_live.parallel"),
-    ("Non-live parallel multiple", "table2.non_live.parallel_multiple"),
-    ("Non-live", "table2.non_live.overall"), ("Live simple", "table2.live.simple"),
-    ("Live multiple", "table2.live.multiple"), ("Live parallel", "table2.live.parallel"),
-    ("Live parallel multiple", "table2.live.parallel_multiple"), ("Live", "table2.live.overall"),
-    ("Overall", "table2.overall"),
-)
-LEADERBOARD_COLUMNS = (("Non-live", "leaderboard.non_live"), ("Live", "leaderboard.live"),
-                       ("Hallucination", "leaderboard.hallucination"), ("Relevance", "leaderboard.relevance"),
-                       ("Multi-turn", "leaderboard.multi_turn"), ("Overall", "leaderboard.overall"))
-
 
 def load_run(folder: str | os.PathLike) -> dict[str, Any]:
     folder = Path(folder)
@@ -47,7 +37,9 @@ def _cell(mean_std: dict[str, Any], key: str) -> str:
 
 def _label(run: dict[str, Any]) -> str:
     m = run["manifest"]
-    return f"{m.get('model') or m.get('backend') or run['folder'].name} ({m.get('template', '?')})"
+    scoring = (m.get("controls") or {}).get("scoring") or "unrecorded"
+    model = m.get("model") or m.get("backend") or run["folder"].name
+    return f"{model} ({m.get('template', '?')}, {scoring} scoring)"
 
 
 def _table(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
@@ -92,13 +84,19 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
     out = Path(out_md)
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Evaluation report", ""]
-    bfcl_runs = [r for r in runs if r["summary"].get("benchmark") == "bfcl"]
-    if bfcl_runs:
-        lines += ["## BFCL (Tool-N1 Table 2 columns, %)", "", *_table(bfcl_runs, TABLE2_COLUMNS), ""]
-        lines += ["## BFCL (current leaderboard aggregates, %)", "",
-                  *_table(bfcl_runs, LEADERBOARD_COLUMNS), ""]
-        formulas = bfcl_runs[0]["summary"].get("formulas", {})
+    for name in benchmark_names():
+        bench_runs = [r for r in runs if r["summary"].get("benchmark") == name]
+        bench = get_benchmark(name)
+        if not bench_runs or not bench.report_tables:
+            continue
+        for title, columns in bench.report_tables:
+            lines += [f"## {title}", "", *_table(bench_runs, columns), ""]
+        formulas = bench_runs[0]["summary"].get("formulas", {})
         lines += [f"- **{k}** = {v}" for k, v in formulas.items()] + [""]
+    modes = sorted({(r["manifest"].get("controls") or {}).get("scoring") or "unrecorded" for r in runs})
+    if len(modes) > 1:
+        lines += [f"**Runs scored under different rules ({', '.join(modes)}): their numbers are not "
+                  "comparable.**", ""]
     for i, r in enumerate(runs):
         ms = r["summary"].get("mean_std", {})
         cats = _categories(ms)

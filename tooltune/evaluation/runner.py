@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,50 +31,24 @@ from typing import Any, TextIO
 from tqdm.auto import tqdm
 
 from tooltune.config import check_values, option
-from tooltune.evaluation import acebench, apibank, bfcl
-from tooltune.evaluation.acebench import AgentConfig, run_agent
-from tooltune.evaluation.bfcl import FORMULAS, MULTI_TURN
-from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn
+from tooltune.evaluation.benchmark import (
+    DATA_DIR_ENV,
+    DataDirError,
+    Prepared,
+    Task,
+    benchmark_data_dir,
+    get_benchmark,
+)
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import (
-    check_history_reasoning,
-    check_tool_support,
-    get_template,
-    prompt_tools,
-    render_prompt,
-)
+from tooltune.prompts import check_history_reasoning, check_tool_support
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
 
-BENCHMARKS = ("bfcl", "apibank", "acebench")
-
-DATA_DIR_ENV = "TOOLTUNE_DATA_DIR"
-"""Environment variable naming the folder that holds one sub-folder per benchmark (apibank/, acebench/)."""
-
-
-class DataDirError(ValueError):
-    """A benchmark's data folder was not given or does not exist; the message names both ways to give it."""
-
-
-def benchmark_data_dir(benchmark: str, data_dir: str | os.PathLike | None = None) -> Path:
-    """The folder of `benchmark`'s files: `data_dir` if given, else `$TOOLTUNE_DATA_DIR/<benchmark>`.
-
-    Raises DataDirError naming `--data-dir` and TOOLTUNE_DATA_DIR when neither is given or the folder
-    is missing; nothing else is searched."""
-    env = os.environ.get(DATA_DIR_ENV)
-    how = f"pass --data-dir DIR or set {DATA_DIR_ENV} to the folder holding {benchmark}/"
-    if data_dir:
-        path, origin = Path(data_dir), "--data-dir"
-    elif env:
-        path, origin = Path(env) / benchmark, f"${DATA_DIR_ENV}/{benchmark}"
-    else:
-        raise DataDirError(f"{benchmark}: no benchmark data folder given: {how}")
-    if not path.is_dir():
-        raise DataDirError(f"{benchmark}: data folder {path} (from {origin}) not found: {how}")
-    return path
+__all__ = ["DATA_DIR_ENV", "DataDirError", "Prepared", "RunOptions", "Task", "benchmark_data_dir", "evaluate",
+           "prepare", "run_seed"]
 
 
 @dataclass
@@ -113,80 +87,13 @@ class RunOptions:
         return self
 
 
-@dataclass
-class Task:
-    """One single-turn item: the prompt to complete and how to score a completion; `tools` go to the
-    chat template with the prompt (``native``: `tooltune.prompts.prompt_tools`; None otherwise)."""
-
-    id: str
-    category: str
-    messages: list[dict[str, Any]]
-    score: Callable[[str], Verdict]
-    tools: list[dict[str, Any]] | None = None
-
-
-@dataclass
-class Prepared:
-    tasks: list[Task]
-    multi_turn: list[Any]
-    scores: Callable[[list[dict[str, Any]]], dict[str, Any]]
-    data_files: list[str]
-    system_extra: str = ""
-    skipped: list[str] | None = None
-
-
-def _render(sample: Any, controls: Controls, extra: str = "") -> list[dict[str, Any]]:
-    system = controls.system_text()
-    if extra:
-        system = (system if system is not None else get_template(controls.template).system) + extra
-    return render_prompt(sample, controls.template, history=controls.history,
-                         keep_reasoning=controls.keep_reasoning, system_prompt=system)
-
-
 def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
             data_dir: str | os.PathLike | None = None, user_simulator: bool = False) -> Prepared:
-    """Tasks, multi-turn entries, scorer and data files of `benchmark` under `controls`.
-
-    ACEBench agent entries go into `multi_turn`; agent_multi_turn only with `user_simulator`."""
-    if benchmark not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
-    if benchmark == "bfcl":
-        cats = bfcl.expand_categories(categories)
-        entries = bfcl.load_entries(cats)
-        scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
-        samples = [(e, bfcl.entry_sample(e, controls.name_style))
-                   for e in entries if e.category not in MULTI_TURN]
-        tasks = [Task(e.id, e.category, _render(s, controls), (lambda text, e=e: scorer.score(e, text)),
-                      prompt_tools(s, controls.template))
-                 for e, s in samples]
-        multi = [e for e in entries if e.category in MULTI_TURN]
-        return Prepared(tasks, multi, bfcl.scores, bfcl.data_files(cats))
-    data_dir = benchmark_data_dir(benchmark, data_dir)
-    if benchmark == "apibank":
-        levels = list(apibank.LEVELS) if categories in (None, "all") else (
-            categories.split(",") if isinstance(categories, str) else list(categories))
-        pairs = apibank.load_samples(data_dir, levels)
-        tasks = [Task(s.id, lv, _render(s, controls),
-                      (lambda text, s=s, lv=lv: apibank.score(s, lv, text, controls.template, controls.mode)),
-                      prompt_tools(s, controls.template))
-                 for lv, s in pairs]
-        return Prepared(tasks, [], apibank.scores, apibank.data_files(data_dir, levels))
-    # acebench, the one benchmark left
-    cats = acebench.categories_in(data_dir) if categories in (None, "all") else (
-        categories.split(",") if isinstance(categories, str) else list(categories))
-    skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
-    if skipped:
-        logger.warning("%s", acebench.USER_SIM_SKIP_MESSAGE)
-    agent = acebench.load_agent_entries(data_dir, [c for c in cats if c not in skipped])
-    pairs = acebench.load_samples(data_dir, cats)
-    extra = acebench.SYSTEM_SUFFIX
-    tasks = [Task(s.id, c, _render(s, controls, extra),
-                  (lambda text, s=s, c=c: acebench.score(s, c, text, controls.template, controls.mode)),
-                  prompt_tools(s, controls.template))
-             for c, s in pairs]
-    kept = [c for c in cats if c not in skipped]
-    return Prepared(tasks, agent, acebench.scores, acebench.data_files(data_dir, kept), extra,
-                    [f"{c}: {acebench.USER_SIM_SKIP_MESSAGE}" for c in skipped])
+    """The registered `benchmark`'s items under `controls` (`Benchmark.prepare`); its data folder is
+    resolved here (`benchmark_data_dir`). Multi-turn entries that need a user simulator run only with
+    `user_simulator`."""
+    bench = get_benchmark(benchmark)
+    return bench.prepare(categories, controls, bench.data_dir(data_dir), user_simulator)
 
 
 def _progress(total: int, desc: str) -> Any:
@@ -223,22 +130,14 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         for i, texts in zip(idx, outputs):
             text = texts[0] if texts else ""
             record(todo[i].score(text), text)
-    entries = [e for e in prep.multi_turn if (seed, e.id) not in log.done]
+    entries = [e for e in prep.episodes if (seed, e.id) not in log.done]
     if has is not None:
         missing = [e for e in entries if not has(e.id)]
         for e in missing if not partial else []:
             record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
-    agent = [e for e in entries if hasattr(e, "milestones")]  # ACEBench agent entries
-    entries = [e for e in entries if not hasattr(e, "milestones")]
-    if agent:
-        acfg = AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                           controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
-        run_agent(agent, backend, acfg, record, user_backend, parallel=sampling.batch_size)
-    if entries:
-        cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                              controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
-        run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size)
+    if entries and prep.run_episodes is not None:
+        prep.run_episodes(entries, backend, controls, sampling, seed, record, user_backend)
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -274,7 +173,7 @@ def _check_reasoning_history(
     (only entries with earlier assistant turns are affected). An endpoint applies its template
     server-side and cannot be checked."""
     check_local_tool_support(backends, controls)
-    has_history = bool(prep.multi_turn) or any(
+    has_history = bool(prep.episodes) or any(
         m.get("role") == "assistant" for t in prep.tasks for m in t.messages)
     if not has_history:
         return
@@ -315,15 +214,16 @@ def evaluate(
     out = Path(out_dir)
     prep = prepare(benchmark, categories, controls, data_dir, user_simulator=user_backend is not None)
     _check_reasoning_history(prep, backends, controls)
+    bench = get_benchmark(benchmark)
     seeds = [s for s, _ in backends]
-    cats = sorted({t.category for t in prep.tasks} | {e.category for e in prep.multi_turn})
+    cats = prep.categories
     names = ", ".join(b.name for _, b in backends)
-    if user_backend is not None and prep.multi_turn:
+    if user_backend is not None and prep.episodes:
         names += f" (user simulator: {user_backend.name})"
     digests = {str(s): d for s, b in backends if (d := predictions_sha256(b)) is not None}
     manifest = build_manifest(benchmark, cats, controls, seeds, model, names, prep.data_files,
                               asdict(sampling) | {"partial": partial}, prep.system_extra, digests)
-    n_items = len(prep.tasks) + len(prep.multi_turn)
+    n_items = len(prep.tasks) + len(prep.episodes)
     with RunLock(out):
         resuming = check_identity(out, run_identity(manifest), resume)
         if not resuming:
@@ -343,12 +243,13 @@ def evaluate(
                 if bar is not None:
                     bar.close()
             records = list(log.records)
-        per_seed = {s: prep.scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
+        per_seed = {s: bench.scores([r for r in records if r.get("seed", 0) == s]) for s in seeds}
         summary = {"benchmark": benchmark, "seeds": seeds, "n_entries": n_items,
                    "scores": {k: v["mean"] for k, v in aggregate_seeds(per_seed).items()},
                    "mean_std": aggregate_seeds(per_seed),
-                   "per_seed": {str(s): v for s, v in per_seed.items()}, "skipped": prep.skipped or []}
-        if benchmark == "bfcl":
-            summary["formulas"] = FORMULAS
+                   "per_seed": {str(s): v for s, v in per_seed.items()}, "skipped": prep.skipped,
+                   "scoring": controls.scoring}
+        if bench.formulas:
+            summary["formulas"] = dict(bench.formulas)
         _write_json(out / "summary.json", summary)
     return summary

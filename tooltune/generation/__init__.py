@@ -5,6 +5,9 @@ local Hugging Face model, an OpenAI-compatible endpoint, a file of raw completio
 `BackendConfig` chooses one the same way for every command (data selection, the CER student,
 evaluation). `score_samples` renders samples, generates n completions each and scores them with the
 shared exact-match verdict: held-out evaluation, the difficulty filter and training diagnostics use it.
+`episodes` is the one multi-turn episode driver (agentic training, BFCL multi-turn, ACEBench agent);
+`conversations` its message view (benchmarks), `trajectories` its token view (training rollouts and the
+greedy episode success rate).
 """
 
 from tooltune.generation.backends import (
@@ -21,10 +24,59 @@ from tooltune.generation.backends import (
     make_backend,
 )
 from tooltune.generation.config import BackendConfig, backend_config, make_backend_from
+from tooltune.generation.conversations import EpisodeConfig, MessageContext
+from tooltune.generation.episodes import (
+    ASK,
+    CALLS_ONLY,
+    END,
+    Dialogue,
+    Episode,
+    EpisodeRun,
+    NamedResult,
+    Reply,
+    Step,
+    StopRules,
+    drive,
+    step_decoder,
+    tool_messages,
+)
 from tooltune.generation.scoring import Sampling, generate_in_chunks, score_prompts, score_samples
+from tooltune.generation.trajectories import (
+    TokenContext,
+    ToolSuffix,
+    episode_stats,
+    episode_success,
+    evaluate_episodes,
+    reset_environments,
+    run_episodes,
+    trajectory_budget,
+)
 
 __all__ = [
+    "ASK",
     "BACKENDS",
+    "CALLS_ONLY",
+    "END",
+    "Dialogue",
+    "Episode",
+    "EpisodeConfig",
+    "EpisodeRun",
+    "MessageContext",
+    "NamedResult",
+    "Reply",
+    "Step",
+    "StopRules",
+    "TokenContext",
+    "ToolSuffix",
+    "drive",
+    "episode_stats",
+    "episode_success",
+    "evaluate_episodes",
+    "reset_environments",
+    "run_episodes",
+    "step_decoder",
+    "tool_messages",
+    "trajectory_budget",
     "Backend",
     "BackendConfig",
     "BackendError",

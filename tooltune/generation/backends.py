@@ -171,6 +171,29 @@ class HFBackend:
             self.tokenizer.padding_side = padding_side
         return out
 
+    def generate_ids(
+        self, contexts: Sequence[Sequence[int]], max_new_tokens: int
+    ) -> tuple[list[list[int]], None]:
+        """Greedy continuations of token-id contexts, left-padded batches of `batch_size`, each cut
+        after the tokenizer's EOS (kept): the token view of agentic episodes
+        (`tooltune.generation.trajectories`), whose trajectories are the exact ids the model wrote.
+        No log-probs (the second item is None)."""
+        import torch  # deferred: torch is heavy and only this backend needs it
+
+        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
+        out: list[list[int]] = []
+        for start in range(0, len(contexts), self.batch_size):
+            chunk = [list(c) for c in contexts[start : start + self.batch_size]]
+            width = max(len(c) for c in chunk)
+            ids = torch.tensor([[pad] * (width - len(c)) + c for c in chunk]).to(self.model.device)
+            mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunk]).to(self.model.device)
+            with torch.no_grad():
+                gen = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                          do_sample=False, pad_token_id=pad, eos_token_id=eos)
+            for row in gen[:, width:].tolist():
+                out.append(row[: row.index(eos) + 1] if eos in row else row)
+        return out, None
+
 
 # --------------------------------------------------------------------------------------------
 # OpenAI-compatible endpoint (vLLM, SGLang, OpenAI, ...)

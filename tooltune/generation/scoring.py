@@ -18,7 +18,8 @@ from tooltune import config as config_mechanism
 from tooltune.config import option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
-from tooltune.prompts import grammar_for, prompt_tools, render_prompt
+from tooltune.parsing import Grammar
+from tooltune.prompts import PromptLike, as_prompt, grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall, calls_from_any
 
 ChunkCallback = Callable[[range, list[list[float]]], None]
@@ -77,7 +78,7 @@ def score_prompts(
     backend: Backend,
     prompts: Sequence[list[dict[str, Any]]],
     answers: Sequence[Any],
-    template: str,
+    template: str | Grammar,
     n: int = 1,
     sampling: Sampling | None = None,
     *,
@@ -92,7 +93,8 @@ def score_prompts(
     """Exact-match rewards of `n` completions for each rendered prompt against its answer.
 
     `answers` are ground truths in any form `calls_from_any` accepts (ToolCalls, dicts, a JSON string);
-    `template` names the grammar the completions are parsed with; `sampling` defaults to `Sampling()`
+    `template` is the grammar the completions are parsed with, or a template (grammar) name; `sampling`
+    defaults to `Sampling()`
     (the evaluation protocol, temperature 0.7; pass `Sampling(temperature=0)` for greedy). `seeds` is
     one seed for every request or one per prompt; `progress` names a progress bar (none when None).
     `tools` is one chat-template tool list per prompt (`tooltune.prompts.prompt_tools`, None for a prompt
@@ -131,26 +133,26 @@ def score_prompts(
 def score_samples(
     backend: Backend,
     samples: Sequence[Sample],
-    template: str,
+    prompt: PromptLike,
     n: int = 1,
     sampling: Sampling | None = None,
     *,
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
     seeds: int | Sequence[int | None] | None = None,
     mode: str = "strict",
     require_format: bool = True,
     on_chunk: ChunkCallback | None = None,
     progress: str | None = None,
 ) -> list[list[float]]:
-    """Render each sample with `template`, generate `n` completions, score each by exact match.
+    """Render each sample under `prompt` (`tooltune.prompts.PromptControls`, or a template name for the
+    default controls with that template), generate `n` completions, score each by exact match under the
+    template's grammar.
 
     Returns one list of n rewards (1.0 or 0.0) per sample, in order."""
-    prompts = [render_prompt(s, template, history, keep_reasoning, system_prompt) for s in samples]
-    tools = [prompt_tools(s, template) for s in samples]
+    p = as_prompt(prompt)
+    prompts = [render_prompt(s, p) for s in samples]
+    tools = [prompt_tools(s, p) for s in samples]
     return score_prompts(
-        backend, prompts, [s.answer for s in samples], template, n, sampling, seeds=seeds,
+        backend, prompts, [s.answer for s in samples], p.grammar, n, sampling, seeds=seeds,
         ids=[s.id for s in samples], mode=mode, require_format=require_format, on_chunk=on_chunk,
         progress=progress, tools=tools if any(tools) else None,
     )

@@ -2,7 +2,9 @@
 
 The parsing layer owns every output grammar (`tooltune.parsing.grammar`): rewards derive their format
 term from `Parsed.format_ok`, and evaluation decodes benchmark answers through the same grammars, so
-the training signal and the benchmark cannot drift apart.
+the training signal and the benchmark cannot drift apart. Each grammar also renders answers
+(`Grammar.render`, the inverse of its decoder; text builders in `tooltune.parsing.render`), so SFT
+targets and prompt history are written by the same object that reads them.
 
 Model output is hostile input. Nothing here evaluates it: JSON goes through `json.loads`, Python
 call syntax through a small scanner plus `ast.literal_eval` on single argument values. Every path
@@ -16,10 +18,21 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tooltune.parsing.grammar import CALLS, GRAMMARS, MODES, R2IF_REJECTION, Grammar, Parts, get_grammar
+from tooltune.parsing.grammar import (
+    CALLS,
+    GRAMMARS,
+    MODES,
+    R2IF_REJECTION,
+    Grammar,
+    Parts,
+    all_tags,
+    get_grammar,
+    register_grammar,
+)
 from tooltune.parsing.json_calls import parse_json_calls
 from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.parsing.python_calls import parse_python_calls
+from tooltune.parsing.render import NO_CALL_REPLY, python_calls, python_literal
 from tooltune.schema import Parsed
 
 logger = logging.getLogger(__name__)
@@ -93,9 +106,11 @@ __all__ = [
     "MAX_BLOCK_CHARS",
     "MAX_DEPTH",
     "MODES",
+    "NO_CALL_REPLY",
     "R2IF_REJECTION",
     "Grammar",
     "Parts",
+    "all_tags",
     "get_grammar",
     "parse_call_names",
     "parse_calls",
@@ -103,4 +118,7 @@ __all__ = [
     "parse_json_calls",
     "parse_parts",
     "parse_python_calls",
+    "python_calls",
+    "python_literal",
+    "register_grammar",
 ]

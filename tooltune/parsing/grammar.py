@@ -37,13 +37,17 @@ Format modes (`MODES`):
 Every decoder returns ``calls=None`` when the format fails (evaluation reads ``calls is None`` as a
 failed answer); only ``toolrl``, whose format is about tags, may pass the format with ``calls=None``
 when its block does not decode.
+
+Rendering is the inverse of decoding and lives on the same object: `Grammar.render(calls, reasoning)`
+writes the answer text the grammar reads back (SFT targets, earlier assistant turns in a prompt, the
+gold self-check). Every grammar has a renderer; `register_grammar` refuses one without.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from tooltune.parsing.blocks import (
     CALLS,
@@ -68,42 +72,42 @@ from tooltune.parsing.blocks import (
 from tooltune.parsing.blocks import (
     TOOL_CALL as _TOOL_CALL,
 )
-from tooltune.parsing.json_calls import (
-    LENIENT,
-    ORIGINAL,
-    STRICT,
-    decode_json_calls,
-    json_call_names,
-    strip_fence,
-)
+from tooltune.parsing.json_calls import LENIENT, decode_json_calls, json_call_names, strip_fence
 from tooltune.parsing.limits import MAX_CALLS
 from tooltune.parsing.python_calls import python_calls_with_error
+from tooltune.parsing.render import (
+    NO_CALL_REPLY,
+    json_call,
+    json_calls,
+    json_line,
+    python_calls,
+    r2if_reasoning,
+    strip_tags,
+    tool_n1_reasoning,
+)
 from tooltune.parsing.toolrl import decode_toolrl
+from tooltune.parsing.two_blocks import R2IF, R2IF_REJECTION, TOOL_N1, Parts
 from tooltune.schema import Parsed, ToolCall
 
 MODES = ("strict", "substring")
-R2IF_REJECTION = "None of function can be used"
-"""The fixed text an R2IF answer puts inside <tool> when no function should be called: the R2IF paper's
-exact wording (kept as written there, so that answers trained on its data and prompts parse)."""
 
-class Parts(NamedTuple):
-    """A completion's format split into its halves (the fine-grained reward's terms).
+Renderer = Callable[["Grammar", list[ToolCall], "str | None"], str]
+"""(grammar, calls, reasoning) -> answer text; reasoning None: no reasoning block (the call block alone)."""
 
-    `reasoning_ok`: the reasoning half of the mode's format holds. `calls`: the calls of the call half
-    when that half holds (under the mode's call-block rules), else None. The mode's format holds
-    exactly when both halves do."""
-
-    reasoning_ok: bool
-    calls: list[ToolCall] | None
+ReasoningWriter = Callable[[Sequence[ToolCall]], str]
+"""calls -> the reasoning text of an answer whose data has none."""
 
 
 @dataclass(frozen=True)
 class Grammar:
-    """An output format: its tags, its decoder and what callers derive from them."""
+    """An output format: its tags, its decoder, its renderer and what callers derive from them."""
 
     name: str
     decode: Callable[[str, str], Parsed]
     """(text, mode) -> Parsed, `mode` one of `MODES` or `CALLS`; may assume `text` is a string."""
+    renderer: Renderer
+    """(grammar, calls, reasoning) -> the answer text `decode` reads back; reasoning None: no reasoning
+    block. Called through `render`, which prepares the reasoning."""
     reasoning: Tags | None = None
     """(open, close) of the reasoning block, when the format has one."""
     call: Tags | None = None
@@ -118,11 +122,38 @@ class Grammar:
     """(open, close) of a free-text answer block (ToolRL's ``<response>``); not among `tags`."""
     split: Callable[[str, str], Parts] | None = None
     """(text, mode) -> Parts, for grammars whose format has a reasoning half and a call half."""
+    default_reasoning: ReasoningWriter | None = None
+    """Writes the reasoning of a rendered answer whose data has none (None: no reasoning is written)."""
 
     @property
     def tags(self) -> tuple[str, ...]:
         """The reasoning and call tags (the tiny tokenizer's tag tokens; escaped in rendered JSON)."""
         return (*(self.reasoning or ()), *(self.call or ()))
+
+    def render(
+        self,
+        calls: Sequence[ToolCall],
+        reasoning: str | None = None,
+        *,
+        include_reasoning: bool = True,
+        fill_reasoning: bool = True,
+        default_reasoning: ReasoningWriter | None = None,
+    ) -> str:
+        """The answer text that gives `calls` in this grammar (`decode` reads the same calls back).
+
+        `reasoning` is cleaned of every grammar's tags (so it cannot open or close a block). Without
+        one (or with one that is empty once cleaned) the reasoning is written by `default_reasoning`
+        (a template's own), else by the grammar's, unless `fill_reasoning` is False: then the answer is
+        the call block alone, as with `include_reasoning=False`. Grammars without a reasoning block
+        ignore it."""
+        tags = all_tags()
+        calls = list(calls)
+        text = strip_tags(reasoning, tags) if reasoning and include_reasoning else ""
+        keep = include_reasoning and (bool(text) or fill_reasoning)
+        if keep and not text:
+            writer = default_reasoning or self.default_reasoning
+            text = strip_tags(writer(calls), tags) if writer is not None else ""
+        return self.renderer(self, calls, text if keep else None)
 
     def continuation_prefix(self, reasoning: str) -> str:
         """The answer text up to the opened call block, with `reasoning` inside the reasoning block."""
@@ -154,125 +185,6 @@ class Grammar:
         return None if calls is None else [c.name for c in calls]
 
 
-BlockDecoder = Callable[[str, str], tuple[list[ToolCall] | None, str | None, bool]]
-"""(call block content, json rules) -> (calls, error, rejected)."""
-
-
-@dataclass(frozen=True)
-class _TwoBlocks:
-    """The Tool-N1-style format: a reasoning block, then a call block holding a JSON call list."""
-
-    think: Tags
-    call: Tags
-    block: BlockDecoder
-
-    # --- strict: exactly one of each block, whitespace around, strict JSON ---------------------------
-
-    def strict_reasoning(self, text: str) -> str | _Bad:
-        """The reasoning half: the text before the call block (all of it when there is none) is one
-        non-empty reasoning block with only whitespace around it."""
-        think, call_open = self.think, self.call[0]
-        r = _one_block(text, *think)
-        if isinstance(r, _Bad):
-            return r
-        r0, r1 = r
-        p = text.find(call_open)
-        p = len(text) if p < 0 else p
-        end = r1 + len(think[1])
-        if end > p:
-            return _Bad(1, f"{call_open} block must follow the {think[0]} block")
-        if text[: r0 - len(think[0])].strip():
-            return _Bad(1, f"text before {think[0]}")
-        if text[end:p].strip():
-            return _Bad(1, f"text between {think[1]} and {call_open}")
-        reasoning = text[r0:r1].strip()
-        if not reasoning:
-            return _Bad(1, f"empty {think[0]} block")
-        return reasoning
-
-    def strict_call(self, text: str) -> tuple[int, int] | _Bad:
-        """The call half: exactly one call block with nothing but whitespace after it."""
-        c = _one_block(text, *self.call)
-        if isinstance(c, _Bad):
-            return c
-        if text[c[1] + len(self.call[1]) :].strip():
-            return _Bad(1, f"text after {self.call[1]}")
-        return c
-
-    # --- substring: the original scorer's rules --------------------------------------------------------
-
-    def original_reasoning(self, text: str) -> str | _Bad:
-        """The reasoning half: both reasoning tags, each exactly once, the closing one before the
-        first call tag; the reasoning is what lies between them (empty if they are in reverse)."""
-        (open_, close), call_open = self.think, self.call[0]
-        n_open, n_close = text.count(open_), text.count(close)
-        if n_open != 1 or n_close != 1:
-            return _Bad(0, f"expected one {open_} and one {close}, found {n_open} and {n_close}")
-        r0, r1 = text.find(open_), text.find(close)
-        first_call = text.find(call_open)
-        if 0 <= first_call < r1:
-            return _Bad(1, f"{close} must come before the first {call_open}")
-        return text[r0 + len(open_) : r1].strip() if r0 < r1 else ""
-
-    def original_call(self, text: str) -> tuple[list[ToolCall] | None, str | None, bool]:
-        """The call half: the last complete call block, decoded under the original rules."""
-        c = _last_block(text, *self.call)
-        if c is None:
-            return None, f"no complete {self.call[0]}…{self.call[1]} block", False
-        return self.block(text[c[0] : c[1]], ORIGINAL)
-
-    # --- grammar interface ---------------------------------------------------------------------------
-
-    def decode(self, text: str, mode: str) -> Parsed:
-        if mode == CALLS:
-            calls, err, rejected = self.original_call(text)
-            return Parsed(None, calls, calls is not None, err, rejected=rejected)
-        if mode == "strict":
-            r = self.strict_reasoning(text)
-            if isinstance(r, _Bad) and r.stage == 0:  # reported first whatever the call half holds
-                return Parsed(None, None, False, r.why)
-            c = self.strict_call(text)
-            if isinstance(r, _Bad) or isinstance(c, _Bad):
-                bad = [x for x in (r, c) if isinstance(x, _Bad)]
-                return Parsed(None, None, False, min(bad, key=lambda b: b.stage).why)
-            calls, err, rejected = self.block(text[c[0] : c[1]], STRICT)
-            return Parsed(r, calls, calls is not None, err, rejected=rejected)
-        calls, err, rejected = self.original_call(text)
-        if calls is None:
-            return Parsed(None, None, False, err)
-        r = self.original_reasoning(text)
-        if isinstance(r, _Bad):
-            return Parsed(None, None, False, r.why)
-        return Parsed(r, calls, True, None, rejected=rejected)
-
-    def parts(self, text: str, mode: str) -> Parts:
-        if mode == "strict":
-            reasoning_ok = isinstance(self.strict_reasoning(text), str)
-            c = self.strict_call(text)
-            calls = None if isinstance(c, _Bad) else self.block(text[c[0] : c[1]], STRICT)[0]
-            return Parts(reasoning_ok, calls)
-        return Parts(isinstance(self.original_reasoning(text), str), self.original_call(text)[0])
-
-
-def _tool_n1_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | None, bool]:
-    calls, err = decode_json_calls(block, rules)
-    return calls, err, False
-
-
-_REJECTION_NORMALIZED = _normalize_ws(R2IF_REJECTION)
-
-
-def _r2if_block(block: str, rules: str) -> tuple[list[ToolCall] | None, str | None, bool]:
-    if _normalize_ws(block) == _REJECTION_NORMALIZED:
-        return [], None, True
-    calls, err = decode_json_calls(block, rules)
-    if calls == [] and rules == STRICT:
-        return None, "empty call list: answer irrelevant requests with the rejection text", False
-    return calls, err, False
-
-
-_TOOL_N1 = _TwoBlocks(_THINK, _TOOL_CALL, _tool_n1_block)
-_R2IF = _TwoBlocks(_REASON, _TOOL, _r2if_block)
 
 
 # --- hermes, python, json ------------------------------------------------------------------------------
@@ -319,20 +231,95 @@ def _decode_json(text: str, mode: str) -> Parsed:
     return Parsed(None, calls, calls is not None, err)
 
 
-GRAMMARS: dict[str, Grammar] = {
-    g.name: g
-    for g in (
-        Grammar("tool_n1", _TOOL_N1.decode, _THINK, _TOOL_CALL, two_blocks=True,
-                continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n"), split=_TOOL_N1.parts),
-        Grammar("r2if", _R2IF.decode, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
-                continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}"), split=_R2IF.parts),
-        Grammar("toolrl", decode_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE),
-        Grammar("hermes", _decode_hermes, _THINK, _TOOL_CALL),
-        Grammar("python", _decode_python),
-        Grammar("json", _decode_json),
-    )
-}
-"""Every output grammar by name."""
+# --- renderers ------------------------------------------------------------------------------------------
+
+
+def _render_tool_n1(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    (r_open, r_close), (c_open, c_close) = g.reasoning or ("", ""), g.call or ("", "")
+    block = f"{c_open}\n{json_calls(calls, all_tags())}\n{c_close}"
+    return block if reasoning is None else f"{r_open}{reasoning}{r_close}\n{block}"
+
+
+def _render_r2if(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    (r_open, r_close), (c_open, c_close) = g.reasoning or ("", ""), g.call or ("", "")
+    block = f"{c_open}{json_calls(calls, all_tags()) if calls else g.rejection}{c_close}"
+    return block if reasoning is None else f"{r_open}\n{reasoning}\n{r_close}\n{block}"
+
+
+def _render_toolrl(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    (r_open, r_close), (c_open, c_close) = g.reasoning or ("", ""), g.call or ("", "")
+    head = "" if reasoning is None else f"{r_open}{reasoning}{r_close}\n"
+    if not calls:
+        a_open, a_close = g.response or ("", "")
+        return f"{head}{a_open}{NO_CALL_REPLY}{a_close}"
+    tags = all_tags()
+    lines = "\n".join(json_line({"name": c.name, "parameters": c.arguments}, tags) for c in calls)
+    return f"{head}{c_open}\n{lines}\n{c_close}"
+
+
+def _render_hermes(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    c_open, c_close = g.call or ("", "")
+    tags = all_tags()
+    blocks = "\n".join(f"{c_open}\n{json_call(c, tags)}\n{c_close}" for c in calls)
+    return "\n".join(x for x in (reasoning or "", blocks) if x)
+
+
+def _render_python(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    return python_calls(calls)
+
+
+def _render_json(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
+    return json_calls(calls, all_tags())
+
+
+# --- the registry ----------------------------------------------------------------------------------------
+
+GRAMMARS: dict[str, Grammar] = {}
+"""Every output grammar by name (`register_grammar` adds one)."""
+
+
+@functools.lru_cache(maxsize=1)
+def all_tags() -> tuple[str, ...]:
+    """Every tag of every registered grammar, response tags included: removed from reasoning text and
+    escaped inside rendered JSON, so that no rendered value opens or closes a block of any grammar."""
+    return tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.response or ()))))
+
+
+def register_grammar(grammar: Grammar) -> Grammar:
+    """Add `grammar` under its name and return it.
+
+    A grammar must render what it decodes: one without a callable `renderer` is refused here
+    (TypeError), so that prompt templates, SFT targets and the gold self-check never fall back to
+    another format. A second, different grammar under a registered name is a ValueError."""
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"expected a Grammar, got {type(grammar).__name__}")
+    if not callable(grammar.renderer):
+        raise TypeError(
+            f"grammar {grammar.name!r} has no renderer: give Grammar(..., renderer=f) with "
+            "f(grammar, calls, reasoning) -> the answer text its decoder reads back"
+        )
+    known = GRAMMARS.get(grammar.name)
+    if known is not None and known != grammar:
+        raise ValueError(f"grammar {grammar.name!r} is already registered")
+    GRAMMARS[grammar.name] = grammar
+    all_tags.cache_clear()
+    return grammar
+
+
+for _grammar in (
+    Grammar("tool_n1", TOOL_N1.decode, _render_tool_n1, _THINK, _TOOL_CALL, two_blocks=True,
+            continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n"), split=TOOL_N1.parts,
+            default_reasoning=tool_n1_reasoning),
+    Grammar("r2if", R2IF.decode, _render_r2if, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
+            continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}"), split=R2IF.parts,
+            default_reasoning=r2if_reasoning),
+    Grammar("toolrl", decode_toolrl, _render_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE,
+            default_reasoning=tool_n1_reasoning),
+    Grammar("hermes", _decode_hermes, _render_hermes, _THINK, _TOOL_CALL),
+    Grammar("python", _decode_python, _render_python),
+    Grammar("json", _decode_json, _render_json),
+):
+    register_grammar(_grammar)
 
 
 def get_grammar(grammar: str | Grammar) -> Grammar:

@@ -1,6 +1,7 @@
 """Prompt templates and history rendering: Sample -> chat messages, calls -> answer text, the checks
 that a chat template keeps the reasoning history that rendering kept, and that it can render the tools
-of the ``native`` template (the model's own tool format)."""
+of the ``native`` template (the model's own tool format). `PromptControls` holds the four choices
+every renderer takes (template, system prompt, history form, reasoning history)."""
 
 from tooltune.prompts.chat_template import (
     PROBE_MARKER,
@@ -8,6 +9,13 @@ from tooltune.prompts.chat_template import (
     check_history_reasoning,
     history_reasoning_survives,
     render_chat,
+)
+from tooltune.prompts.controls import (
+    PromptControls,
+    PromptLike,
+    ResolvedPrompt,
+    as_prompt,
+    template_of,
 )
 from tooltune.prompts.native import (
     CHAT_TOOLS_COLUMN,
@@ -31,6 +39,7 @@ from tooltune.prompts.templates import (
     python_literal,
     register_template,
     render_answer,
+    resolve_template,
     system_prompt_text,
     tool_signatures,
     tools_block,
@@ -43,8 +52,12 @@ __all__ = [
     "TEMPLATES",
     "BfclPromptError",
     "ChatToolsUnsupported",
+    "PromptControls",
+    "PromptLike",
     "PromptTemplate",
     "ReasoningHistoryLost",
+    "ResolvedPrompt",
+    "as_prompt",
     "bfcl_default_system",
     "chat_tools",
     "check_history_reasoning",
@@ -52,6 +65,7 @@ __all__ = [
     "get_template",
     "grammar_for",
     "system_prompt_text",
+    "template_of",
     "history_reasoning_survives",
     "prompt_tools",
     "prompt_tools_json",
@@ -62,6 +76,7 @@ __all__ = [
     "render_chat",
     "render_prompt",
     "render_target",
+    "resolve_template",
     "row_tools",
     "tool_signatures",
     "tool_support_problem",

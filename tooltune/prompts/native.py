@@ -34,7 +34,8 @@ import jinja2
 from tooltune.config import ConfigError
 from tooltune.parsing import get_grammar, parse_completion
 from tooltune.prompts.chat_template import render_chat
-from tooltune.prompts.templates import get_template
+from tooltune.prompts.controls import PromptLike, template_of
+from tooltune.prompts.templates import PromptTemplate, get_template
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
 CHAT_TOOLS_COLUMN = "chat_tools"
@@ -56,17 +57,17 @@ def chat_tools(tools: Sequence[ToolSpec | Mapping[str, Any]]) -> list[dict[str, 
     return [{"type": "function", "function": ToolSpec.from_dict(t).to_dict()} for t in tools]
 
 
-def prompt_tools(sample: Sample, template: str) -> list[dict[str, Any]] | None:
-    """The ``tools=`` argument of the chat template for `sample` rendered with `template`: its tools as
-    `chat_tools` under a template whose tools go to the chat template, else None (the tools are in the
-    system text). A sample without tools gives None too (Llama-style templates write tool boilerplate
-    even for an empty list)."""
-    if not get_template(template).chat_tools or not sample.tools:
+def prompt_tools(sample: Sample, template: PromptLike | PromptTemplate) -> list[dict[str, Any]] | None:
+    """The ``tools=`` argument of the chat template for `sample` rendered with `template` (a template
+    name or object, or prompt controls): its tools as `chat_tools` under a template whose tools go to
+    the chat template, else None (the tools are in the system text). A sample without tools gives None
+    too (Llama-style templates write tool boilerplate even for an empty list)."""
+    if not template_of(template).chat_tools or not sample.tools:
         return None
     return chat_tools(sample.tools)
 
 
-def prompt_tools_json(sample: Sample, template: str) -> str | None:
+def prompt_tools_json(sample: Sample, template: PromptLike | PromptTemplate) -> str | None:
     """`prompt_tools` as the JSON string of the `CHAT_TOOLS_COLUMN` column (None when there are none)."""
     tools = prompt_tools(sample, template)
     return None if tools is None else json.dumps(tools, ensure_ascii=False)

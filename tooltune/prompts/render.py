@@ -16,19 +16,25 @@ model learns to write) fills a missing reasoning with the template's default one
 A chat template may still drop kept reasoning when it renders the messages (Qwen3's stock template
 strips ``<think>…</think>`` from assistant turns before the last user message):
 `tooltune.prompts.chat_template.check_history_reasoning` tells.
+
+The choices come as one `PromptControls` (`tooltune.prompts.controls`), resolved once per batch
+(`PromptControls.resolve`); `render_prompt` also keeps its keyword form (a template name, ``history``,
+``keep_reasoning`` and the system text itself).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tooltune.prompts.templates import _clean_reasoning, get_template, render_answer
+from tooltune.parsing import Grammar
+from tooltune.prompts.controls import HISTORY_MODES, PromptControls, ResolvedPrompt, as_prompt
+from tooltune.prompts.templates import PromptTemplate, _clean_reasoning, get_template, render_answer
 from tooltune.schema import Sample, calls_from_any
 
-HISTORY_MODES = ("native", "context")
+__all__ = ["HISTORY_MODES", "render_prompt", "render_target"]
 
 
-def _assistant_text(msg: dict[str, Any], template: str, keep_reasoning: bool) -> str:
+def _assistant_text(msg: dict[str, Any], template: PromptTemplate, keep_reasoning: bool) -> str:
     """An earlier assistant turn: its calls in the template's grammar, with its own reasoning when it has
     one and `keep_reasoning` is set, else the call block alone (no reasoning is written for it)."""
     calls = calls_from_any(msg.get("tool_calls") or [])
@@ -59,26 +65,45 @@ def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
     return systems, [m for m in sample.messages if m["role"] != "system"]
 
 
+def _prompt(
+    prompt: str | PromptControls | ResolvedPrompt,
+    history: str | None,
+    keep_reasoning: bool | None,
+    system_prompt: str | None,
+) -> ResolvedPrompt:
+    """The resolved controls of a `render_prompt` call, in either of its two forms."""
+    if not isinstance(prompt, str):
+        if (history, keep_reasoning, system_prompt) != (None, None, None):
+            raise TypeError("render_prompt: give history, keep_reasoning and system_prompt inside the "
+                            "PromptControls, not next to it")
+        return as_prompt(prompt)
+    return ResolvedPrompt(get_template(prompt), "native" if history is None else history,
+                          True if keep_reasoning is None else keep_reasoning, system_prompt, prompt)
+
+
 def render_prompt(
     sample: Sample,
-    template: str = "tool_n1",
-    history: str = "native",
-    keep_reasoning: bool = True,
+    template: str | PromptControls | ResolvedPrompt = "tool_n1",
+    history: str | None = None,
+    keep_reasoning: bool | None = None,
     system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
     """Chat messages (system first, when there is system text) that ask the model for `sample`'s answer.
 
-    `system_prompt` replaces the template's system text (a system-prompt variant under evaluation);
-    a ``{tools}`` placeholder in it receives the tool list. A sample's own system messages are
-    appended to the template's system text. A template whose tools go to the chat template
+    `template` is a `PromptControls` (or its `resolve()`d form), or a template name with the keyword
+    form: `history` ("native"), `keep_reasoning` (True) and `system_prompt`, the system text itself
+    (None = the template's own). The system text replaces the template's (a system-prompt variant under
+    evaluation); a ``{tools}`` placeholder in it receives the tool list. A sample's own system
+    messages are appended to it. A template whose tools go to the chat template
     (`PromptTemplate.chat_tools`) leaves them out of the messages: `tooltune.prompts.native.prompt_tools`
     gives them to whoever applies the chat template.
     """
+    p = _prompt(template, history, keep_reasoning, system_prompt)
+    history, keep_reasoning, tpl = p.history, p.keep_reasoning, p.template
     if history not in HISTORY_MODES:
         raise ValueError(f"unknown history mode {history!r}; expected one of {HISTORY_MODES}")
-    tpl = get_template(template)
     systems, turns = _history(sample)
-    system = "\n\n".join(t for t in (tpl.system_prompt(sample.tools, system_prompt), *systems) if t)
+    system = "\n\n".join(t for t in (tpl.system_prompt(sample.tools, p.system_prompt), *systems) if t)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     if history == "native":
         for m in turns:
@@ -86,7 +111,7 @@ def render_prompt(
                 messages.append(_tool_call_message(m, keep_reasoning))
             elif m["role"] == "assistant":
                 messages.append(
-                    {"role": "assistant", "content": _assistant_text(m, template, keep_reasoning)}
+                    {"role": "assistant", "content": _assistant_text(m, tpl, keep_reasoning)}
                 )
             elif m["role"] == "tool" and tpl.chat_tools and m.get("name"):
                 messages.append({"role": "tool", "name": m["name"], "content": m["content"]})
@@ -98,7 +123,7 @@ def render_prompt(
     lines = []
     for m in turns:
         if m["role"] == "assistant":
-            lines.append(f"Assistant: {_assistant_text(m, template, keep_reasoning)}")
+            lines.append(f"Assistant: {_assistant_text(m, tpl, keep_reasoning)}")
         elif m["role"] == "tool":
             who = f" from {m['name']}" if m.get("name") else ""
             lines.append(f"Tool result{who}: {m['content']}")
@@ -110,8 +135,11 @@ def render_prompt(
     return [*messages, {"role": "user", "content": body}]
 
 
-def render_target(sample: Sample, template: str = "tool_n1", reasoning: str | None = None) -> str:
-    """The ground-truth assistant completion for `sample` (SFT target, gold self-check).
+def render_target(
+    sample: Sample, template: str | PromptTemplate | Grammar = "tool_n1", reasoning: str | None = None
+) -> str:
+    """The ground-truth assistant completion for `sample` (SFT target, gold self-check) in `template`
+    (a template or a grammar, or the name of one).
 
     The reasoning is `reasoning`, else the sample's `meta["reasoning"]`, else the template's default
     reasoning (a target must fill the reasoning block its grammar requires)."""

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (prompt texts are prose whose line breaks are part of the prompt)
-"""Prompt templates: the system prompt that teaches an output grammar, and the answer renderer.
+"""Prompt templates: the system prompt that teaches an output grammar, and the answers in it.
 
 Each template is written in this project's words with the same instructions as its source, except
 the ``bfcl`` ones, whose text is bfcl-eval's own:
@@ -28,12 +28,15 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
   a plain text reply when no call is made), the format Qwen2.5 and Qwen3 templates write.
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
-to grammars.
+to grammars. Answers are rendered by that grammar (`Grammar.render`, the inverse of its decoder);
+`render_answer` only adds the template's own default reasoning. A template name may also be a
+"module:function" spec (`resolve_template`), loaded the first time it is looked up.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import tempfile
@@ -42,16 +45,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooltune.config import check_prompt_text, unknown_name
-from tooltune.parsing import GRAMMARS, R2IF_REJECTION, Grammar, get_grammar
+from tooltune.config import ConfigError, check_prompt_text, unknown_name
+from tooltune.parsing import (
+    GRAMMARS,
+    NO_CALL_REPLY,
+    R2IF_REJECTION,
+    Grammar,
+    all_tags,
+    get_grammar,
+    python_calls,  # noqa: F401  (re-exported: callers import the Python call writer from here)
+    python_literal,  # noqa: F401  (re-exported, as python_calls)
+    register_grammar,
+)
+from tooltune.parsing.render import strip_tags
 from tooltune.schema import ToolCall, ToolSpec
 
-TAGS = tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.response or ()))))
-"""Every tag of every grammar: stripped from reasoning text and escaped inside rendered JSON."""
-
-TOOLRL_NO_CALL_REPLY = "None of the available tools can help with this request."
+TOOLRL_NO_CALL_REPLY = NO_CALL_REPLY
 """The `<response>` of a ToolRL-format answer that makes no call, and the plain reply of a ``native`` one
-(the data has no reply text)."""
+(the data has no reply text): `tooltune.parsing.NO_CALL_REPLY`."""
 
 
 def tools_block(tools: Sequence[ToolSpec]) -> str:
@@ -190,62 +201,9 @@ def bfcl_strong_system() -> str:
     return bfcl_default_system() + BFCL_STRONG_SUFFIX
 
 
-def _default_reasoning_tool_n1(calls: Sequence[ToolCall]) -> str:
-    if not calls:
-        return "No available tool can serve this request, so no call is made."
-    names = ", ".join(dict.fromkeys(c.name for c in calls))
-    return f"The request is served by calling {names}."
-
-
-def _default_reasoning_r2if(calls: Sequence[ToolCall]) -> str:
-    """R2IF's two steps: Step1 names the functions, Step2 has a ``For #name#:`` block per call with one
-    ``- param: value`` line per argument (the form `tooltune.rewards.smv.parse_step2` reads)."""
-    if not calls:
-        return "Step1: none of the available functions serves this request.\nStep2: no call is made."
-    names = ", ".join(f"#{n}#" for n in dict.fromkeys(c.name for c in calls))
-    lines = [f"Step1: the request is served by {names}.", "Step2:"]
-    for c in calls:
-        lines.append(f"For #{c.name}#:")
-        lines += [
-            f"- {k}: {json.dumps(v, ensure_ascii=False)} as stated in the request."
-            for k, v in c.arguments.items()
-        ]
-    return "\n".join(lines)
-
-
-def _json_calls(calls: Sequence[ToolCall]) -> str:
-    text = json.dumps([c.to_dict() for c in calls], ensure_ascii=False)
-    if any(t in text for t in TAGS):  # '<' only occurs inside JSON strings, so escaping it is lossless
-        text = text.replace("<", "\\u003c")
-    return text
-
-
-def _json_line(obj: Any) -> str:
-    text = json.dumps(obj, ensure_ascii=False)
-    return text.replace("<", "\\u003c") if any(t in text for t in TAGS) else text
-
-
 def _clean_reasoning(reasoning: str) -> str:
-    for t in TAGS:
-        reasoning = reasoning.replace(t, "")
-    return reasoning.strip()
-
-
-def python_literal(v: Any) -> str:
-    """Python literal text for a JSON value (round-trips through ast.literal_eval)."""
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{python_literal(k)}: {python_literal(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(python_literal(x) for x in v) + "]"
-    return repr(v)
-
-
-def python_calls(calls: Sequence[ToolCall]) -> str:
-    inner = ", ".join(
-        f"{c.name}(" + ", ".join(f"{k}={python_literal(v)}" for k, v in c.arguments.items()) + ")"
-        for c in calls
-    )
-    return f"[{inner}]"
+    """`reasoning` without any grammar's tags, stripped (what `Grammar.render` writes)."""
+    return strip_tags(reasoning, all_tags())
 
 
 def _compact_reasoning(calls: Sequence[ToolCall]) -> str:
@@ -258,50 +216,28 @@ def _compact_reasoning(calls: Sequence[ToolCall]) -> str:
 
 def render_answer(
     calls: Sequence[ToolCall],
-    template: str = "tool_n1",
+    template: str | PromptTemplate | Grammar = "tool_n1",
     reasoning: str | None = None,
     include_reasoning: bool = True,
     fill_reasoning: bool = True,
 ) -> str:
     """The assistant text that answers with `calls` in `template`'s grammar (inverse of parsing).
 
-    `template` is a template or grammar name. Without `reasoning` (or with one that is empty once the
-    grammar tags are removed) the template writes its default reasoning, unless `fill_reasoning` is
-    False: then the answer is the call block alone, as with `include_reasoning=False`."""
-    tpl = TEMPLATES.get(template)
-    grammar = tpl.grammar if tpl is not None else get_grammar(template)
-    default_reasoning = tpl.default_reasoning if tpl is not None else None
-    calls = list(calls)
-    r = _clean_reasoning(reasoning) if (reasoning and include_reasoning) else ""
-    if not r and not fill_reasoning:
-        include_reasoning = False
-    if grammar.name == "tool_n1":
-        block = f"{grammar.call[0]}\n{_json_calls(calls)}\n{grammar.call[1]}"
-        if not include_reasoning:
-            return block
-        r = r or (default_reasoning or _default_reasoning_tool_n1)(calls)
-        return f"{grammar.reasoning[0]}{r}{grammar.reasoning[1]}\n{block}"
-    if grammar.name == "r2if":
-        block = f"{grammar.call[0]}{_json_calls(calls) if calls else grammar.rejection}{grammar.call[1]}"
-        if not include_reasoning:
-            return block
-        r = r or (default_reasoning or _default_reasoning_r2if)(calls)
-        return f"{grammar.reasoning[0]}\n{r}\n{grammar.reasoning[1]}\n{block}"
-    if grammar.name == "hermes":
-        if not r and include_reasoning and default_reasoning is not None:
-            r = _clean_reasoning(default_reasoning(calls))
-        blocks = "\n".join(f"{grammar.call[0]}\n{_json_calls([c])[1:-1]}\n{grammar.call[1]}" for c in calls)
-        return "\n".join(x for x in (r, blocks) if x)
-    if grammar.name == "toolrl":
-        r = r or (default_reasoning or _default_reasoning_tool_n1)(calls) if include_reasoning else r
-        head = f"{grammar.reasoning[0]}{r}{grammar.reasoning[1]}\n" if include_reasoning else ""
-        if not calls:
-            return f"{head}{grammar.response[0]}{TOOLRL_NO_CALL_REPLY}{grammar.response[1]}"
-        lines = "\n".join(_json_line({"name": c.name, "parameters": c.arguments}) for c in calls)
-        return f"{head}{grammar.call[0]}\n{lines}\n{grammar.call[1]}"
-    if grammar.name == "python":
-        return python_calls(calls)
-    return _json_calls(calls)
+    `template` is a template (or its name) or a grammar (or its name); the grammar renders
+    (`Grammar.render`), with the template's own default reasoning when it has one. Without `reasoning`
+    (or with one that is empty once the grammar tags are removed) the default reasoning is written,
+    unless `fill_reasoning` is False: then the answer is the call block alone, as with
+    `include_reasoning=False`."""
+    if isinstance(template, Grammar):
+        grammar, default_reasoning = template, None
+    else:
+        tpl = template if isinstance(template, PromptTemplate) else TEMPLATES.get(template)
+        if tpl is None and isinstance(template, str) and ":" in template:
+            tpl = get_template(template)
+        grammar = tpl.grammar if tpl is not None else get_grammar(template)
+        default_reasoning = tpl.default_reasoning if tpl is not None else None
+    return grammar.render(calls, reasoning, include_reasoning=include_reasoning,
+                          fill_reasoning=fill_reasoning, default_reasoning=default_reasoning)
 
 
 @dataclass(frozen=True)
@@ -388,32 +324,78 @@ def register_template(
     default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None,
 ) -> PromptTemplate:
     """Add a prompt template (e.g. a compact system prompt for a tiny model) answered in `grammar`;
-    `system` is the text or a function returning it on first use; `tools_format` is a `TOOL_FORMATS` key."""
+    `system` is the text or a function returning it on first use; `tools_format` is a `TOOL_FORMATS` key.
+
+    A `Grammar` object that is not registered yet is registered here (`tooltune.parsing.register_grammar`:
+    one without a renderer is refused), so that every template's answers can be rendered."""
     if tools_format not in TOOL_FORMATS:
         raise ValueError(f"unknown tools_format {tools_format!r}; known: {sorted(TOOL_FORMATS)}")
-    TEMPLATES[name] = PromptTemplate(name, system, get_grammar(grammar), tools_format, default_reasoning)
+    g = register_grammar(grammar) if isinstance(grammar, Grammar) else get_grammar(grammar)
+    TEMPLATES[name] = PromptTemplate(name, system, g, tools_format, default_reasoning)
     return TEMPLATES[name]
 
 
+_SPECS: dict[str, str] = {}
+"""'module:function' template specs already resolved, and the name each registered."""
+
+
+def resolve_template(spec: str, key: str = "template") -> str:
+    """The registered template name for `spec`: a registered name, or "module:function" where calling
+    `function()` registers a template and returns its name (a user's own template, e.g.
+    "my_project.prompts:register"; called once per process). A ConfigError names `key` otherwise."""
+    if isinstance(spec, str) and spec in TEMPLATES:
+        return spec
+    if isinstance(spec, str) and ":" in spec:
+        if spec not in _SPECS:
+            module, attr = spec.split(":", 1)
+            try:
+                func = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError, ValueError) as e:
+                raise ConfigError(f"{key}: cannot load {spec!r} ({e})") from None
+            name = func() if callable(func) else func
+            if not isinstance(name, str):
+                raise ConfigError(f"{key}: {spec!r} did not return a template name")
+            if name not in TEMPLATES:
+                raise unknown_name(key, "template", name, TEMPLATES)
+            _SPECS[spec] = name
+        return _SPECS[spec]
+    raise unknown_name(key, "template", spec, TEMPLATES)
+
+
 def get_template(name: str, key: str = "template", what: str = "prompt template") -> PromptTemplate:
-    """The registered template `name`; otherwise a ConfigError naming `key`, `what` was looked up and
-    the closest names."""
+    """The registered template `name` (or the one a "module:function" spec registers,
+    `resolve_template`); otherwise a ConfigError naming `key`, `what` was looked up and the closest
+    names."""
     try:
         return TEMPLATES[name]
     except (KeyError, TypeError):
+        if isinstance(name, str) and ":" in name:
+            return TEMPLATES[resolve_template(name, key)]
         raise unknown_name(key, what, name, TEMPLATES) from None
 
 
 def grammar_for(name: str | Grammar, key: str = "template") -> Grammar:
-    """The grammar of template `name`, or the grammar called `name` (templates take precedence); a
-    ConfigError naming `key` and the closest names otherwise."""
+    """The grammar of template `name` (or of a "module:function" spec), or the grammar called `name`
+    (templates take precedence); a ConfigError naming `key` and the closest names otherwise."""
     if isinstance(name, Grammar):
         return name
     if name in TEMPLATES:
         return TEMPLATES[name].grammar
     if name in GRAMMARS:
         return GRAMMARS[name]
+    if isinstance(name, str) and ":" in name:
+        return get_template(name, key).grammar
     raise unknown_name(key, "template or grammar", name, {**TEMPLATES, **GRAMMARS})
+
+
+def _existing_file(spec: str) -> Path | None:
+    """The file `spec` names when it is an existing file; text that cannot be a path (a line longer than
+    the file system allows, an unknown ``~user``) names none."""
+    try:
+        path = Path(spec).expanduser()
+        return path if path.is_file() else None
+    except (OSError, ValueError, RuntimeError):
+        return None
 
 
 def system_prompt_text(spec: str | None, key: str = "system_prompt") -> str | None:
@@ -426,5 +408,5 @@ def system_prompt_text(spec: str | None, key: str = "system_prompt") -> str | No
     check_prompt_text(key, spec, TEMPLATES)
     if spec in TEMPLATES:
         return TEMPLATES[spec].system
-    path = Path(spec).expanduser()
-    return path.read_text(encoding="utf-8") if spec and path.is_file() else spec
+    path = _existing_file(spec) if spec else None
+    return path.read_text(encoding="utf-8") if path is not None else spec

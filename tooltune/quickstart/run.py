@@ -262,10 +262,7 @@ def _score(
     sampling = Sampling(
         temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
     )
-    return score_samples(
-        be, samples, t.data.template, n, sampling, history=t.data.history,
-        keep_reasoning=t.data.keep_reasoning, system_prompt=t.data.system_prompt or None, seeds=seed,
-    )
+    return score_samples(be, samples, t.data, n, sampling, seeds=seed)
 
 
 def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:

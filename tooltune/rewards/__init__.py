@@ -4,13 +4,15 @@ Public entry points:
 - `binary_reward(completion, answer, template="tool_n1", format_mode="strict", require_format=True)`
 - `get_reward(name, **params)` and `REWARDS` (the registry), `PRESETS` (the papers' compositions)
 - `CompositeReward(components={name: weight}, template=..., **params)` -> {component: value, "score": ...}
+- `build_reward(config, template)`: the composition of a reward configuration (`RewardConfig` fields),
+  the one construction training and verl share
 - `TRLRewardFunction(composite)` (TRL batched signature), `tooltune.training.verl.compute_score` (verl)
 Heavy dependencies (sentence-transformers, the student model) load only when SMV / CER score.
 """
 
 from tooltune.rewards.adapters import TRLRewardFunction
 from tooltune.rewards.binary import binary_reward
-from tooltune.rewards.composite import CompositeReward
+from tooltune.rewards.composite import CompositeReward, build_reward
 from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, register_reward
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "CompositeReward",
     "TRLRewardFunction",
     "binary_reward",
+    "build_reward",
     "get_reward",
     "register_reward",
 ]

@@ -15,7 +15,9 @@ block scores 0) or accepts what the paper's format is not (a call list encoded a
 when the answer is empty).
 
 `calls(c) == a*` is `tooltune.matching.calls_match`: a multiset comparison, order-free over calls and
-argument keys, values compared as typed JSON values ("5" != 5, 5 != 5.0, true != 1).
+argument keys, values compared as typed JSON values ("5" != 5, 5 != 5.0, true != 1). The whole verdict
+is `tooltune.matching`'s (`exact_match` on text, `parsed_match` on a parse shared with the other
+components of a composite), the one evaluation and data selection use.
 
 `require_format=False` drops the format term: the Tool-N1 ablation "binary without reasoning format"
 and the multi-turn recipe of the efficiency paper (tool-call correctness only). The calls are then
@@ -28,7 +30,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tooltune.matching import calls_match, exact_match
+from tooltune.matching import exact_match, parsed_match
 from tooltune.prompts import grammar_for
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls
 from tooltune.schema import Parsed, ToolCall
@@ -37,19 +39,19 @@ logger = logging.getLogger(__name__)
 
 
 def calls_correct(parsed: Parsed, gold: list[ToolCall]) -> bool:
-    """Whether the decoded calls equal the ground truth (no call block decoded -> False)."""
-    if parsed.calls is None:
-        return False
-    return bool(calls_match(parsed.calls, gold))
+    """Whether the decoded calls equal the ground truth, whatever the format (no call block decoded ->
+    False): `tooltune.matching.parsed_match` without the format term."""
+    return parsed_match(parsed, gold, require_format=False) == 1.0
 
 
 def binary_from_parses(
     ctx: ParseCache, gold: list[ToolCall], grammar: str, format_mode: str, require_format: bool
 ) -> float:
-    if require_format:
-        parsed = ctx.get(grammar, format_mode)
-        return 1.0 if parsed.format_ok and calls_correct(parsed, gold) else 0.0
-    return 1.0 if calls_correct(ctx.get(grammar, LENIENT), gold) else 0.0
+    """`tooltune.matching.exact_match`'s verdict on the completion held by `ctx`, parsed as it parses
+    (under `format_mode` when the format is required, the calls alone otherwise) and shared with the
+    other components."""
+    parsed = ctx.get(grammar, format_mode if require_format else LENIENT)
+    return parsed_match(parsed, gold, require_format)
 
 
 def binary_reward(

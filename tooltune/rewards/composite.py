@@ -7,6 +7,11 @@ from it, so it pickles (TRL may copy reward functions into worker processes). Ea
 parsed once per (template, mode) for all components. Parameters are given either per component
 (`cer={"student": ...}`) or flat (`tau=0.3`): a flat parameter goes to every component whose
 constructor takes it, and one that no component takes is an error.
+
+`build_reward(config, template)` is the one construction from a reward configuration (the fields of
+`tooltune.training.config.RewardConfig`, as an object or a mapping): training validates and builds its
+reward with it, and the verl entry point (`CompositeReward.from_config`) builds the same composition
+from the same fields, so a configuration is accepted or refused the same way on both engines.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tooltune.config import ConfigError, unknown_name
 from tooltune.rewards.base import ParseCache, completion_text
-from tooltune.rewards.registry import PRESETS, get_reward, reward_params
+from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, reward_params
 
 SHARED = ("template", "format_mode")
 
@@ -65,20 +71,10 @@ class CompositeReward:
 
     @classmethod
     def from_config(cls, config: Any, default_template: str = "tool_n1") -> CompositeReward:
-        """Build from tooltune.training.config.RewardConfig (or any object / mapping with its fields)."""
-        get = config.get if isinstance(config, Mapping) else lambda k, d=None: getattr(config, k, d)
-        params = dict(get("params", {}) or {})
-        components = get("components", {"binary": 1.0})
-        if not get("require_format", True):
-            params.setdefault("require_format", False)
-        if "require_format" in params and not any("require_format" in reward_params(c) for c in components):
-            params.pop("require_format")  # the field has a default; it only matters when a component takes it
-        return cls(
-            components,
-            template=get("template", "") or default_template,
-            format_mode=get("format_mode", "strict"),
-            **params,
-        )
+        """Build from tooltune.training.config.RewardConfig (or any object / mapping with its fields):
+        `build_reward` with the config's template, else `default_template`."""
+        template = _field(config, "template", "") or default_template
+        return build_reward(config, template)
 
     def __repr__(self) -> str:
         return f"CompositeReward({self.weights!r}, template={self.template!r})"
@@ -110,3 +106,44 @@ class CompositeReward:
             row["score"] = sum(w * row[name] for name, w in self.weights.items() if w != 0.0)
             out.append(row)
         return out
+
+
+def _field(config: Any, name: str, default: Any) -> Any:
+    """Field `name` of a config object or mapping."""
+    if isinstance(config, Mapping):
+        return config.get(name, default)
+    return getattr(config, name, default)
+
+
+def build_reward(config: Any, template: str, key: str = "reward") -> CompositeReward:
+    """The reward composition of `config` (the fields of `tooltune.training.config.RewardConfig`:
+    components, format_mode, require_format, params; an object or a mapping) for completions in
+    `template` (a template or grammar name).
+
+    `require_format: false` is handed to the components that take it (the binary-style ones); when
+    none does, it is refused rather than ignored. Building loads nothing heavy (a CER student and the
+    SMV encoder load when they first score), so configuration checks call it: an unknown component, a
+    weight that is not a number, a parameter no component takes or a bad student is a ConfigError
+    naming the key under `key` (``reward.components``) before any work."""
+    components = _field(config, "components", {"binary": 1.0})
+    if isinstance(components, Sequence) and not isinstance(components, str):
+        components = {c: 1.0 for c in components}
+    if not isinstance(components, Mapping) or not components:
+        raise ConfigError(f"{key}.components: at least one component is needed, e.g. {{binary: 1}}")
+    for name, weight in components.items():
+        if name not in REWARDS:
+            raise unknown_name(f"{key}.components", "reward", name, REWARDS)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ConfigError(f"{key}.components.{name}: the weight must be a number, got {weight!r}")
+    params = dict(_field(config, "params", {}) or {})
+    if not _field(config, "require_format", True):  # the default needs no mention
+        params.setdefault("require_format", False)
+    try:
+        return CompositeReward(
+            dict(components), template=template, format_mode=_field(config, "format_mode", "strict"),
+            **params,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{key}.params: {e}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{key}.components / {key}.params: {e}") from None

@@ -10,7 +10,6 @@ names the key that breaks a rule.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +18,11 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
 from tooltune.environments import ENVIRONMENTS
-from tooltune.prompts import TEMPLATES, system_prompt_text
-from tooltune.rewards import REWARDS, CompositeReward
-from tooltune.training.agentic import trajectory_budget
+from tooltune.generation import trajectory_budget
+from tooltune.prompts import PromptControls, system_prompt_text
+from tooltune.prompts import resolve_template as _resolve_template
+from tooltune.rewards import CompositeReward
+from tooltune.rewards import build_reward as _build_reward
 
 
 @dataclass
@@ -68,25 +69,12 @@ class ModelConfig:
     lora: LoRASection = section(LoRASection, "LoRA adapters instead of full fine-tuning (r > 0).")
 
 @dataclass
-class DataConfig:
+class DataConfig(PromptControls):
+    """Datasets and prompt rendering: the prompt controls (`tooltune.prompts.PromptControls`: template,
+    system_prompt, history, keep_reasoning) and the files and limits of the training data."""
+
     train: str = option("", "Training samples: canonical tooltune JSONL (tooltune.schema.Sample per line).")
     val: str = option("", "Validation samples (JSONL) for held-out exact match; empty = none.")
-    template: str = option(
-        "tool_n1",
-        "Prompt/answer template: a registered name (tool_n1, r2if, bfcl, bfcl_strong, tool_n1_compact, "
-        "native: the tools go to the model's own chat template) or 'module:function' whose call registers "
-        "one and returns its name.",
-    )
-    history: str = option(
-        "native", "Multi-turn history: native chat turns or one context turn.", ("native", "context")
-    )
-    keep_reasoning: bool = option(True, "Keep earlier assistant reasoning in the rendered history.")
-    system_prompt: str = option(
-        "",
-        "Override the template's system prompt: text ({tools} is filled in), or a text file or a registered "
-        "template's name, which `tooltune train` reads as the file's text or the template's system text; "
-        "empty = the template's own.",
-    )
     max_train_samples: int = option(0, "Use only the first N training samples (0 = all).", min=0)
     max_val_samples: int = option(200, "Evaluate on at most N validation samples (0 = all).", min=0)
     max_prompt_tokens: int = option(
@@ -182,11 +170,19 @@ class GRPOSection:
     mask_truncated_completions: bool = option(False, "Exclude truncated rollouts from the loss.")
     shared_prefix: bool = option(
         True,
-        "Policy update: run each group's shared prompt once (its KV cache, with gradients) instead of once "
-        "per rollout; equal log-probs and gradients. Where it cannot apply (a model class without a standard "
-        "KV cache, multimodal or extra model inputs, an MoE auxiliary loss, FSDP or DeepSpeed, "
-        "ddp_static_graph) the ordinary path runs, with the reason logged once; the update itself shares "
-        "only with run.gradient_checkpointing false.",
+        "Policy update (and old / reference log-probs): run each group's shared prompt once instead of once "
+        "per rollout; equal log-probs and gradients. Two paths (grpo.shared_prefix_path); where neither can "
+        "apply (multimodal or extra model inputs, an MoE auxiliary loss, a model neither path supports) the "
+        "ordinary path runs, with the reason logged once.",
+    )
+    shared_prefix_path: str = option(
+        "auto",
+        "How prompts are shared: kv_cache = the prompt's KV cache reused by the completions (two model "
+        "calls; not under activation checkpointing, FSDP, DeepSpeed or ddp_static_graph); packed = each "
+        "group packed into one row of one forward with an attention pattern that keeps the completions "
+        "apart (runs everywhere, checkpointing and sharding included); auto = kv_cache where it can run, "
+        "packed elsewhere, chosen per call and logged.",
+        ("auto", "kv_cache", "packed"),
     )
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
@@ -231,7 +227,7 @@ class AgenticConfig:
     )
 
     def budget(self, max_completion_length: int) -> int:
-        """The trajectory token budget in effect (`training.agentic.trajectory_budget`)."""
+        """The trajectory token budget in effect (`tooltune.generation.trajectory_budget`)."""
         return trajectory_budget(self.max_turns, max_completion_length, self.max_tokens)
 
 @dataclass
@@ -255,6 +251,13 @@ class RunConfig:
     device: str = option("auto", "auto = GPU when present, else CPU.", ("auto", "cpu", "cuda"))
     bf16: bool = option(True, "bf16 mixed precision (forced off on CPU).")
     gradient_checkpointing: bool = option(True, "Activation checkpointing (forced off on CPU).")
+    auto_checkpointing: bool = option(
+        True,
+        "On a GPU with grpo.shared_prefix on: decide activation checkpointing for GRPO from a memory "
+        "estimate of the policy update, off (the faster shared update) when it fits the GPU, on otherwise; "
+        "the choice and the estimate are logged and kept in summary.json. false = "
+        "run.gradient_checkpointing as set.",
+    )
     save_steps: int = option(50, "Checkpoint every N optimizer steps.", min=1)
     save_total_limit: int = option(2, "Keep at most N checkpoints.", min=1)
     logging_steps: int = option(1, "Log metrics every N optimizer steps.", min=1)
@@ -311,13 +314,15 @@ class TrainConfig:
             raise ConfigError(f"sft.target: must be 'answer' or 'meta.<key>', got {self.sft.target!r}")
         if not (self.sft.enabled or g.enabled):
             raise ConfigError("sft.enabled / grpo.enabled: at least one stage must be enabled")
-        template = resolve_template(self.data.template)
-        config_mechanism.check_prompt_text("data.system_prompt", self.data.system_prompt, TEMPLATES)
-        if self.reward.template:
-            template = resolve_template(self.reward.template, "reward.template")
-        build_reward(self.reward, template)
+        self.data.check(lambda name: f"data.{name}")
+        key = "reward.template" if self.reward.template else "data.template"
+        build_reward(self.reward, resolve_template(self.reward_template(), key))
         self._check_agentic()
         return self
+
+    def reward_template(self) -> str:
+        """The template the completions are scored in, as given: reward.template, else data.template."""
+        return self.reward.template or self.data.template
 
     def _check_agentic(self) -> None:
         """Episode rewards need episodes, and episodes need an episode reward."""
@@ -362,54 +367,23 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 def resolve_template(spec: str, key: str = "data.template") -> str:
-    """The registered template name for `spec`.
-
-    spec: a registered name, or "module:function" where calling `function()` registers a template and
-    returns its name (a user's own template, e.g. "my_project.prompts:register").
-    """
-    name = spec
-    if ":" in spec:
-        module, attr = spec.split(":", 1)
-        try:
-            func = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as e:
-            raise ConfigError(f"{key}: cannot load {spec!r} ({e})") from None
-        name = func() if callable(func) else func
-        if not isinstance(name, str):
-            raise ConfigError(f"{key}: {spec!r} did not return a template name")
-    if name not in TEMPLATES:
-        raise config_mechanism.unknown_name(key, "template", name, TEMPLATES)
-    return name
+    """The registered template name for `spec` (`tooltune.prompts.resolve_template`): a registered name,
+    or "module:function" where calling `function()` registers a template and returns its name (a user's
+    own template, e.g. "my_project.prompts:register")."""
+    return _resolve_template(spec, key)
 
 
-def resolve_system_prompt(spec: str, key: str = "data.system_prompt") -> str:
+def resolve_system_prompt(spec: str | None, key: str = "data.system_prompt") -> str:
     """`data.system_prompt` as text (`tooltune.prompts.system_prompt_text`; "" = the template's own)."""
     return system_prompt_text(spec, key) or ""
 
 
 def build_reward(reward: RewardConfig, template: str) -> CompositeReward:
-    """The reward composition of `reward` for completions in the registered `template`.
-
-    Building it loads nothing heavy (a CER student and the SMV encoder load when they first score), so
-    `TrainConfig.validate` builds it once: an unknown component, a weight that is not a number, a
-    parameter no component takes or a bad student is a ConfigError naming the key before any work."""
-    components = reward.components
-    if not components:
-        raise ConfigError("reward.components: at least one component is needed, e.g. {binary: 1}")
-    for name, weight in components.items():
-        if name not in REWARDS:
-            raise config_mechanism.unknown_name("reward.components", "reward", name, REWARDS)
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ConfigError(f"reward.components.{name}: the weight must be a number, got {weight!r}")
-    params = dict(reward.params)
-    if not reward.require_format:  # only the binary-style components take it; the default needs no mention
-        params.setdefault("require_format", False)
-    try:
-        return CompositeReward(dict(components), template=template, format_mode=reward.format_mode, **params)
-    except ConfigError as e:
-        raise ConfigError(f"reward.params: {e}") from None
-    except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"reward.components / reward.params: {e}") from None
+    """The reward composition of `reward` for completions in the registered `template`:
+    `tooltune.rewards.build_reward`, the construction the verl entry point shares. `TrainConfig.validate`
+    builds it once, so a bad component, weight, parameter or student is a ConfigError naming the key
+    before any work."""
+    return _build_reward(reward, template, "reward")
 
 
 parse_overrides = config_mechanism.parse_overrides

@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.data.export import to_trl_rows
-from tooltune.prompts import CHAT_TOOLS_COLUMN, prompt_tools_json, render_answer, render_prompt, row_tools
+from tooltune.prompts import (
+    CHAT_TOOLS_COLUMN,
+    PromptLike,
+    ResolvedPrompt,
+    as_prompt,
+    prompt_tools_json,
+    render_answer,
+    render_prompt,
+    row_tools,
+)
 from tooltune.schema import Sample, SchemaError, calls_from_any, read_jsonl
 
 logger = logging.getLogger(__name__)
@@ -35,29 +44,18 @@ def load_samples(path: str, limit: int = 0, key: str = "data.train") -> list[Sam
     return samples
 
 
-def grpo_rows(
-    samples: Sequence[Sample],
-    template: str,
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
-) -> list[dict[str, Any]]:
-    """TRL rows (data engineer's `to_trl_rows` columns, ``chat_tools`` included under ``native``) plus
-    the `prompt_index` the filter keys on."""
-    kwargs = {"system_prompt": system_prompt} if system_prompt else {}
-    rows = [
-        dict(r)
-        for r in to_trl_rows(
-            samples, template=template, history=history, keep_reasoning=keep_reasoning, **kwargs
-        )
-    ]
+def grpo_rows(samples: Sequence[Sample], prompt: PromptLike) -> list[dict[str, Any]]:
+    """TRL rows (`tooltune.data.export.to_trl_rows` columns, ``chat_tools`` included under ``native``),
+    rendered under `prompt` (`PromptControls`, e.g. a training config's `data` section, or a template
+    name), plus the `prompt_index` the filter keys on."""
+    rows = [dict(r) for r in to_trl_rows(samples, prompt)]
     check_rows(rows)
     for i, row in enumerate(rows):
         row["prompt_index"] = i
     return rows
 
 
-def _add_chat_tools(row: dict[str, Any], sample: Sample, template: str) -> None:
+def _add_chat_tools(row: dict[str, Any], sample: Sample, template: ResolvedPrompt) -> None:
     """The row's chat-template tools (`CHAT_TOOLS_COLUMN`) under a template that needs them."""
     tools = prompt_tools_json(sample, template)
     if tools is not None:
@@ -85,28 +83,21 @@ def check_rows(rows: Sequence[dict[str, Any]]) -> None:
 
 def sft_rows(
     samples: Sequence[Sample],
-    template: str,
-    history: str = "native",
-    keep_reasoning: bool = True,
-    system_prompt: str | None = None,
+    prompt: PromptLike,
     with_reasoning: bool = True,
     target: str = "answer",
 ) -> list[dict[str, Any]]:
-    """Conversational prompt/completion rows: loss on the rendered target answer only.
+    """Conversational prompt/completion rows rendered under `prompt` (`PromptControls` or a template
+    name): loss on the rendered target answer only.
 
     target: "answer" (ground truth) or "meta.<key>" (calls stored in the sample's meta, e.g. the
     quickstart's imperfect demonstrations); samples without that key use their answer.
     """
+    resolved = as_prompt(prompt)
     key = target.split(".", 1)[1] if target.startswith("meta.") else None
     rows, fallback = [], 0
     for s in samples:
-        prompt = render_prompt(
-            s,
-            template=template,
-            history=history,
-            keep_reasoning=keep_reasoning,
-            system_prompt=system_prompt or None,
-        )
+        messages = render_prompt(s, resolved)
         calls = s.answer
         if key is not None:
             if key in s.meta:
@@ -114,15 +105,17 @@ def sft_rows(
             else:
                 fallback += 1
         reasoning = s.meta.get("reasoning") if isinstance(s.meta.get("reasoning"), str) else None
-        target_text = render_answer(calls, template, reasoning=reasoning, include_reasoning=with_reasoning)
+        target_text = render_answer(
+            calls, resolved.template, reasoning=reasoning, include_reasoning=with_reasoning
+        )
         rows.append(
             {
-                "prompt": prompt,
+                "prompt": messages,
                 "completion": [{"role": "assistant", "content": target_text}],
                 "sample_id": s.id,
             }
         )
-        _add_chat_tools(rows[-1], s, template)
+        _add_chat_tools(rows[-1], s, resolved)
     if fallback:
         logger.info(
             "sft: %d of %d samples have no meta.%s; their ground truth is the target",
@@ -134,17 +127,13 @@ def sft_rows(
 
 
 def config_grpo_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
-    """`grpo_rows` rendered as a training config's `data` section says."""
-    d = cfg.data
-    return grpo_rows(samples, d.template, d.history, d.keep_reasoning, d.system_prompt or None)
+    """`grpo_rows` rendered as a training config's `data` section (its prompt controls) says."""
+    return grpo_rows(samples, cfg.data)
 
 
 def config_sft_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
     """`sft_rows` rendered as a training config's `data` and `sft` sections say."""
-    d, s = cfg.data, cfg.sft
-    return sft_rows(
-        samples, d.template, d.history, d.keep_reasoning, d.system_prompt or None, s.with_reasoning, s.target
-    )
+    return sft_rows(samples, cfg.data, cfg.sft.with_reasoning, cfg.sft.target)
 
 
 def rows_dataset(rows: Sequence[dict[str, Any]]) -> Any:

@@ -18,7 +18,10 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
 - `_tokenize_prompts`: rows that carry chat-template tools (the ``native`` template's ``chat_tools``
   column) render each prompt with its own tools; other rows go through TRL's tokenization.
 - `_get_per_token_logps_and_entropies` / `_prepare_inputs`: the shared-prefix update
-  (`grpo.shared_prefix`, in `tooltune.training.shared_prefix_hooks`).
+  (`grpo.shared_prefix`, `grpo.shared_prefix_path`, in `tooltune.training.shared_prefix_hooks`).
+
+These hooks are private methods of TRL and transformers: `tooltune.training.engine_fence` names them with
+the signatures they have in the supported versions, and the trainer refuses other versions at start.
 - `rollout_func` (a constructor argument, not an override): agentic episodes
   (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
   `tt_batch_inputs` for it.
@@ -47,6 +50,7 @@ from trl import GRPOTrainer
 
 from tooltune.prompts import row_tools
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
+from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epochs import EpochRepeatSampler, FilteredRepeatSampler, progress_schedule
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
 from tooltune.training.shared_prefix_hooks import SharedPrefixHooks
@@ -60,7 +64,8 @@ class ToolTuneGRPOTrainer(SharedPrefixHooks, GRPOTrainer):
 
     Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
     per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
-    `region_fn` (completion ids -> region codes for the entropy split, or None). After `train()`,
+    `region_fn` (completion ids -> region codes for the entropy split, or None), `shared_prefix` and
+    `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix_hooks`). After `train()`,
     `tt_stop_reason` says why training ended before its planned end (the filter skipped every prompt),
     or is None.
     """
@@ -74,10 +79,13 @@ class ToolTuneGRPOTrainer(SharedPrefixHooks, GRPOTrainer):
         advantage_mode: str = "kept",
         region_fn: Any = None,
         shared_prefix: bool = False,
+        shared_prefix_path: str = "auto",
         **kwargs: Any,
     ) -> None:
+        check_engine_versions()
         self.tt_filter = prompt_filter
         self.tt_shared_prefix = shared_prefix
+        self.tt_shared_prefix_path = shared_prefix_path
         self.tt_downsample_m = downsample_m
         self.tt_drop_zero = drop_zero_variance
         self.tt_adv_mode = advantage_mode

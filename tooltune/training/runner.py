@@ -62,9 +62,11 @@ from tooltune.training.diagnostics import (
     read_metrics,
     truncate_metrics,
 )
+from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.grpo import STATE_FILE, ToolTuneGRPOTrainer
 from tooltune.training.selection import PromptFilter
 from tooltune.training.sft import SFT_STATE, SFTLoop, run_sft_torch, run_sft_trl
+from tooltune.training.update_plan import plan_for_run
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +109,13 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
-def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) -> Any:
-    """Translate the `grpo` and `run` sections to TRL's GRPOConfig (papers' batch = prompts per step)."""
+def grpo_args(
+    cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1, checkpointing: bool | None = None
+) -> Any:
+    """Translate the `grpo` and `run` sections to TRL's GRPOConfig (papers' batch = prompts per step);
+    `checkpointing` (the run's `update_plan`) overrides `run.gradient_checkpointing` when given."""
     g, r = cfg.grpo, cfg.run
+    checkpointing = r.gradient_checkpointing if checkpointing is None else checkpointing
     n, per_dev = g.num_generations, g.per_device_batch_size
     ppu = g.prompts_per_update or g.prompts_per_step
     per_update, per_gen = ppu * n, g.prompts_per_step * n
@@ -156,7 +162,7 @@ def grpo_args(cfg: TrainConfig, output_dir: str, cpu: bool, processes: int = 1) 
         log_completions=r.log_completions,
         use_cpu=cpu,
         bf16=r.bf16 and not cpu,
-        gradient_checkpointing=r.gradient_checkpointing and not cpu,
+        gradient_checkpointing=checkpointing and not cpu,
     )
 
 
@@ -190,6 +196,7 @@ def train(
     settings (`rundir.RunMismatch` names every difference) and a finished run resumes to nothing; a
     folder holding results is refused without `resume`; one process writes it at a time
     (`rundir.RunFolderBusy`)."""
+    check_engine_versions()  # the trainer overrides private TRL / transformers methods of these versions
     cfg = resolved(cfg.validate())
     if train_rows is None:
         cfg.check_data_files()
@@ -280,6 +287,7 @@ def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
         "drop_zero_variance": ds.enabled and ds.drop_zero_variance,
         "advantage_mode": ds.advantage,
         "shared_prefix": cfg.grpo.shared_prefix,
+        "shared_prefix_path": cfg.grpo.shared_prefix_path,
     }
 
 
@@ -402,10 +410,12 @@ def _grpo_stage(
                                cfg.diagnostics.eval_batch_size, ag.environment)
     else:
         agentic, scorer = {}, None
+    plan = plan_for_run(cfg, model, tok, rows, cpu)  # activation checkpointing from a memory estimate
+    summary["update_plan"] = plan.to_dict()
     trainer = ToolTuneGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
-        args=grpo_args(cfg, str(out_dir), cpu, world_size()),
+        args=grpo_args(cfg, str(out_dir), cpu, world_size(), plan.checkpointing),
         peft_config=lora.peft_config(cfg.model.lora, model),  # LoRA: reference = the adapter disabled
         train_dataset=rows_dataset(rows),
         processing_class=tok,

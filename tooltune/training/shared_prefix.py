@@ -31,6 +31,11 @@ drops the cache inside checkpointed layers), an encoder-decoder model, a prompt-
 (it supplies its own cache), or a model that did not fill the cache as expected (checked after each
 pass). `PrefixLogps.fallback` carries the reason, None when the prompts were shared.
 
+`grouped_logps(..., path="packed")` shares the prompts the other way: each group packed into one row of
+one ordinary forward with an attention pattern that keeps the completions apart
+(`tooltune.training.packed_prefix`); no cache crosses the forward, so it runs under gradient
+checkpointing and inside FSDP / DeepSpeed wrappers. Its refusals are `packed_prefix.packed_problem`'s.
+
 `shuffle_groups` is TRL's row shuffle of a generation batch with each prompt's rows kept adjacent, so
 that the micro-batches of gradient accumulation hold whole groups to share.
 """
@@ -45,11 +50,16 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from tooltune.training.packed_prefix import packed_chunk, packed_problem
+
 logger = logging.getLogger(__name__)
 
 _LOGGED: set[str] = set()
 
 NO_REPEAT = "no prompt occurs twice in the batch"
+PATHS = ("kv_cache", "packed")
+"""The two ways of sharing a prompt: its KV cache reused by the completions, or each group packed into one
+row of one forward (`tooltune.training.packed_prefix`)."""
 
 
 @dataclass
@@ -77,8 +87,10 @@ def _inner(model: Any) -> Any:
     return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
 
 
-def model_problem(model: Any, prompt_columns: int) -> str | None:
-    """Why prompts cannot be shared for this model and prompt width, or None when they can."""
+def model_problem(model: Any, prompt_columns: int, path: str = "kv_cache") -> str | None:
+    """Why prompts cannot be shared on `path` for this model and prompt width, or None when they can."""
+    if path == "packed":
+        return packed_problem(model, prompt_columns)
     model = _inner(model)
     config = getattr(model, "config", None)
     if config is None:
@@ -243,6 +255,7 @@ def grouped_logps(
     return_entropy: bool = False,
     fused_lm_head: bool = False,
     batch_size: int | None = None,
+    path: str = "kv_cache",
 ) -> PrefixLogps:
     """Per-token log-probs of the completions, running each distinct prompt once per chunk.
 
@@ -259,13 +272,18 @@ def grouped_logps(
         fused_lm_head: score with TRL's fused LM head (`model(..., labels=, fused_lm_head=True)`).
         batch_size: at most this many rows per forward (TRL's memory chunking); rows are ordered by prompt
             first, so a chunk holds whole groups when `batch_size` is a multiple of the group size.
+        path: "kv_cache" (the prompts' cache reused by the completions: two model calls per chunk) or
+            "packed" (one model call per chunk with each group packed into one row; runs under gradient
+            checkpointing and sharded wrappers too).
 
     Returns:
         `PrefixLogps` with `logps` [B, C] equal to `ordinary_logps` up to float rounding, and the same
         gradients.
     """
+    if path not in PATHS:
+        raise ValueError(f"path: one of {PATHS}, got {path!r}")
     rows = prompt_ids.size(0)
-    problem = model_problem(model, prompt_ids.size(1)) if rows > 1 else NO_REPEAT
+    problem = model_problem(model, prompt_ids.size(1), path) if rows > 1 else NO_REPEAT
     if problem is not None:
         _log_once(problem, logging.INFO if problem == NO_REPEAT else logging.WARNING)
         logps, entropy = ordinary_logps(
@@ -284,7 +302,8 @@ def grouped_logps(
         args = (prompt_ids[idx], prompt_mask[idx], completion_ids[idx], completion_mask[idx])
         result: tuple | str = NO_REPEAT
         if int(local.max()) + 1 < idx.numel():
-            result = _shared_chunk(model, *args, local, temperature, return_entropy, fused_lm_head)
+            chunk = packed_chunk if path == "packed" else _shared_chunk
+            result = chunk(model, *args, local, temperature, return_entropy, fused_lm_head)
         if isinstance(result, str):
             _log_once(result, logging.INFO if result == NO_REPEAT else logging.WARNING)
             fallback = fallback or result

@@ -1,17 +1,26 @@
-"""The shared-prefix update as hooks of the GRPO trainer (`grpo.shared_prefix`).
+"""The shared-prefix update as hooks of the GRPO trainer (`grpo.shared_prefix`, `grpo.shared_prefix_path`).
 
 `SharedPrefixHooks` is mixed into `tooltune.training.grpo.ToolTuneGRPOTrainer` ahead of TRL's
 `GRPOTrainer`; it overrides two TRL 1.16 hooks:
 
 - `_get_per_token_logps_and_entropies`: the policy, old-policy and reference log-probs through
-  `tooltune.training.shared_prefix.grouped_logps` (each group's prompt once, its KV cache reused by the
-  group's completions), equal to TRL's within float tolerance;
+  `tooltune.training.shared_prefix.grouped_logps` (each group's prompt once), equal to TRL's within float
+  tolerance, on one of two paths:
+  - `kv_cache`: the prompt's KV cache reused by the completions, two model calls per chunk;
+  - `packed`: each group packed into one row of one forward (`tooltune.training.packed_prefix`), which
+    runs under activation checkpointing, FSDP, DeepSpeed and `ddp_static_graph`, where a cache cannot;
 - `_prepare_inputs`: with gradient accumulation, TRL's shuffle of a generation batch, but keeping each
   prompt's rows adjacent so that every micro-batch holds whole groups.
 
-Where a run cannot share (a model class without a standard KV cache, multimodal inputs, an MoE
-auxiliary loss, FSDP, DeepSpeed, `ddp_static_graph`), the ordinary path runs and the reason is logged
-once.
+Which path runs is chosen per call (`_tt_path`) and logged once per path and reason: the configured one,
+or with `auto` the KV cache where it can run (on CPU it was the faster of the two without checkpointing,
+docs/BENCHMARKS.md) and the packed path where it cannot (checkpointing active in the call, a sharding
+wrapper, a static DDP graph). The metrics keep `tooltune/prompt_rows_share` (rows whose prompt ran) and
+add `tooltune/packed_update` (1 when the policy update ran packed). A model running `sdpa` is switched to
+`tooltune_packed` (`packed_attention`: sdpa for every other call, the packed pattern block by block).
+
+Where no path can share (multimodal batches or extra model inputs, an MoE auxiliary loss, a model that
+neither path supports), the ordinary path runs and the reason is logged once.
 """
 
 from __future__ import annotations
@@ -23,48 +32,84 @@ from typing import Any
 import torch
 from trl.trainer.utils import split_tensor_dict
 
+from tooltune.training.packed_attention import use_packed_attention
+from tooltune.training.packed_prefix import packed_problem
 from tooltune.training.shared_prefix import grouped_logps, shuffle_groups
 
 logger = logging.getLogger(__name__)
 
 _AUX_LOSS = "the MoE router auxiliary loss is taken over every rollout's full sequence"
+_CHECKPOINTING = "activation checkpointing is on in this call (a KV cache cannot cross checkpointed layers)"
 
 
 class SharedPrefixHooks:
-    """Mixin for a TRL `GRPOTrainer` subclass with a `tt_shared_prefix` attribute (see module docstring)."""
+    """Mixin for a TRL `GRPOTrainer` subclass with `tt_shared_prefix` and `tt_shared_prefix_path`
+    attributes (see module docstring)."""
 
     tt_shared_prefix: bool
+    tt_shared_prefix_path: str = "auto"
 
     def _tt_check_shared_prefix(self) -> None:
-        """After TRL's init: turn sharing off, with one logged reason, where the run cannot share."""
+        """After TRL's init: decide which paths the run can take; turn sharing off, with one logged reason,
+        where none can."""
         self._tt_prefix_warned: set[str] = set()
-        if self.tt_shared_prefix:  # where sharing cannot apply to the run: the ordinary path, one warning
-            base = self.accelerator.unwrap_model(self.model)
-            base = base.get_base_model() if hasattr(base, "get_base_model") else base  # a PEFT model
-            cls = type(base)
-            no_cache = (
-                getattr(cls, "_is_stateful", False)
-                or not getattr(cls, "_supports_default_dynamic_cache", lambda: True)()
-                or "past_key_values" not in inspect.signature(base.forward).parameters
-            )
-            problems = [
-                (no_cache, f"the model class {cls.__name__} has no standard KV cache"),
-                (getattr(self, "_is_vlm", False), "multimodal batches (a processor) are not supported"),
-                (getattr(self, "aux_loss_enabled", False), _AUX_LOSS),
-                (self.is_fsdp_enabled, "FSDP shards the model (TRL's path runs under its wrapper)"),
-                (self.is_deepspeed_enabled, "DeepSpeed wraps the model (TRL's path runs under it)"),
-                (self.args.ddp_static_graph, "ddp_static_graph allows one forward per backward"),
-            ]
-            problem = next((reason for failed, reason in problems if failed), None)
-            if problem is not None:
-                self._tt_prefix_fallback(problem)
-                self.tt_shared_prefix = False
-        if self.tt_shared_prefix and self.args.gradient_checkpointing:
-            logger.warning(
-                "grpo.shared_prefix: gradient checkpointing is on, so the policy update runs every rollout's "
-                "prompt (transformers drops the KV cache in checkpointed layers); old and reference "
-                "log-probs still share prompts"
-            )
+        self._tt_kv_problem: str | None = None
+        self._tt_packed_problem: str | None = None
+        if not self.tt_shared_prefix:
+            return
+        base = self.accelerator.unwrap_model(self.model)
+        base = base.get_base_model() if hasattr(base, "get_base_model") else base  # a PEFT model
+        problem = next((reason for failed, reason in (
+            (getattr(self, "_is_vlm", False), "multimodal batches (a processor) are not supported"),
+            (getattr(self, "aux_loss_enabled", False), _AUX_LOSS),
+        ) if failed), None)
+        if problem is not None:
+            self._tt_prefix_fallback(problem)
+            self.tt_shared_prefix = False
+            return
+        cls = type(base)
+        no_cache = (
+            getattr(cls, "_is_stateful", False)
+            or not getattr(cls, "_supports_default_dynamic_cache", lambda: True)()
+            or "past_key_values" not in inspect.signature(base.forward).parameters
+        )
+        self._tt_kv_problem = next((reason for failed, reason in (
+            (no_cache, f"the model class {cls.__name__} has no standard KV cache"),
+            (self.is_fsdp_enabled, "FSDP shards the model (a second forward before backward is not allowed)"),
+            (self.is_deepspeed_enabled, "DeepSpeed wraps the model (one forward per backward)"),
+            (self.args.ddp_static_graph, "ddp_static_graph allows one forward per backward"),
+        ) if failed), None)
+        mode = self.tt_shared_prefix_path
+        if mode != "kv_cache":
+            for model in (base, getattr(self, "ref_model", None)):
+                if model is not None:  # sdpa -> the block-wise packed attention (sdpa for every other call)
+                    use_packed_attention(self.accelerator.unwrap_model(model))
+            self._tt_packed_problem = packed_problem(base, 2)
+        else:
+            self._tt_packed_problem = "grpo.shared_prefix_path is kv_cache"
+        if mode == "packed":
+            self._tt_kv_problem = "grpo.shared_prefix_path is packed"
+        if self._tt_kv_problem and self._tt_packed_problem:
+            self._tt_prefix_fallback(f"{self._tt_kv_problem}; {self._tt_packed_problem}")
+            self.tt_shared_prefix = False
+
+    def _tt_path(self, model: Any) -> tuple[str | None, str]:
+        """(path, why) for one log-prob call: "kv_cache", "packed", or None for the ordinary path."""
+        inner = self.accelerator.unwrap_model(model)
+        ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel) and model.module is inner
+        kv_problem = self._tt_kv_problem
+        if kv_problem is None and not (model is inner or ddp):
+            kv_problem = f"the model is wrapped ({type(model).__name__})"
+        if kv_problem is None and torch.is_grad_enabled() and model.training and any(
+            getattr(m, "gradient_checkpointing", False) for m in inner.modules()
+        ):
+            kv_problem = _CHECKPOINTING
+        if kv_problem is None:
+            why = self._tt_packed_problem or "no activation checkpointing and no sharding wrapper"
+            return "kv_cache", why
+        if self._tt_packed_problem is None:
+            return "packed", kv_problem
+        return None, f"{kv_problem}; {self._tt_packed_problem}"
 
     def _prepare_inputs(self, generation_batch: Any) -> Any:
         if not (self.tt_shared_prefix and self.model.training and self.args.steps_per_generation > 1):
@@ -88,7 +133,8 @@ class SharedPrefixHooks:
         compute_aux_loss: bool = False,
         **extra: Any,
     ) -> tuple:
-        if self._tt_shares(model, compute_aux_loss, extra):
+        path = self._tt_shares(model, compute_aux_loss, extra, compute_entropy)
+        if path is not None:
             c = logits_to_keep
             with self.accelerator.autocast():
                 out = grouped_logps(
@@ -100,12 +146,14 @@ class SharedPrefixHooks:
                     return_entropy=compute_entropy,
                     fused_lm_head=True,  # TRL patched the policy and reference models with its fused head
                     batch_size=batch_size,
+                    path=path,
                 )
             logps, entropies, aux = out.logps, out.entropy, None
             if compute_entropy:  # the policy update (the old and reference passes ask for no entropy)
                 mode = "train" if self.model.training else "eval"
                 share = out.prompt_rows / max(1, input_ids.size(0))
                 self._metrics[mode]["tooltune/prompt_rows_share"].append(share)
+                self._metrics[mode]["tooltune/packed_update"].append(float(path == "packed"))
         else:
             logps, entropies, aux = super()._get_per_token_logps_and_entropies(
                 model,
@@ -121,28 +169,37 @@ class SharedPrefixHooks:
             self._tt_entropies = entropies.detach()
         return logps, entropies, aux
 
-    def _tt_shares(self, model: Any, compute_aux_loss: bool, extra: dict[str, Any]) -> bool:
-        """Shared-prefix log-probs: text batches (no image or token-type inputs), no MoE aux loss, on the
-        model itself or its DDP wrapper (FSDP and DeepSpeed wrappers take TRL's path); a call that cannot
-        share runs the ordinary path, its reason logged once."""
+    def _tt_shares(
+        self, model: Any, compute_aux_loss: bool, extra: dict[str, Any], update: bool = True
+    ) -> str | None:
+        """The shared-prefix path of this call (`_tt_path`), or None for the ordinary path: sharing needs
+        text batches (no image or token-type inputs) and no MoE aux loss. Which path runs, and why, is
+        logged once per path and reason; a call that cannot share logs its reason once."""
         if not self.tt_shared_prefix:
-            return False
-        inner = self.accelerator.unwrap_model(model)
-        ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel) and model.module is inner
+            return None
         extras = [k for k, v in extra.items() if v is not None]
         if compute_aux_loss:
             self._tt_prefix_fallback(_AUX_LOSS)
         elif extras:
             self._tt_prefix_fallback(f"extra model inputs ({', '.join(extras)}) are not supported")
-        elif not (model is inner or (ddp and not self.args.ddp_static_graph)):  # static_graph hangs
-            self._tt_prefix_fallback(f"the model is wrapped ({type(model).__name__})")
         else:
-            return True
-        return False
+            path, why = self._tt_path(model)
+            if path is None:
+                self._tt_prefix_fallback(why)
+                return None
+            stage = "policy update" if update else "old / reference log-probs"
+            self._tt_log_path(f"{stage} on the {path} path: {why}")
+            return path
+        return None
+
+    def _tt_log_path(self, message: str) -> None:
+        """Log once per path and reason which shared-prefix path runs."""
+        if message not in self._tt_prefix_warned:
+            self._tt_prefix_warned.add(message)
+            logger.info("grpo.shared_prefix: %s", message)
 
     def _tt_prefix_fallback(self, reason: str) -> None:
         """Log once per reason that the ordinary (unshared) path runs."""
         if reason not in self._tt_prefix_warned:
             self._tt_prefix_warned.add(reason)
             logger.warning("grpo.shared_prefix: %s; every rollout's prompt runs (the ordinary path)", reason)
-

@@ -131,7 +131,7 @@ def reward_env(cfg: TrainConfig) -> dict[str, str]:
     rc = cfg.reward
     spec = {
         "components": dict(rc.components),
-        "template": rc.template or cfg.data.template,
+        "template": cfg.reward_template(),
         "format_mode": rc.format_mode,
         "require_format": rc.require_format,
         "params": dict(rc.params),

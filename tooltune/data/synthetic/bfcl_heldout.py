@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tooltune.environments.base import call_key
+from tooltune.environments.base import call_text
 from tooltune.environments.bfcl import CLASSES, function_docs, package_data_dir
 from tooltune.schema import Sample, ToolCall, calls_from_any
 
@@ -45,7 +45,7 @@ def _config_key(config: Any) -> str:
 
 
 def parse_bfcl_call(text: str, params: dict[str, list[str]]) -> str:
-    """A BFCL ground-truth call string (`f(1, b='x')`) as a `call_key`; the text itself when it is not a
+    """A BFCL ground-truth call string (`f(1, b='x')`) as a `call_text`; the text itself when it is not a
     plain literal call. Only `ast.parse` and `ast.literal_eval` read it: nothing is evaluated."""
     try:
         node = ast.parse(text.strip(), mode="eval").body
@@ -59,7 +59,7 @@ def parse_bfcl_call(text: str, params: dict[str, list[str]]) -> str:
             if kw.arg is None:
                 return text
             args[kw.arg] = ast.literal_eval(kw.value)
-        return call_key(ToolCall(name, args))
+        return call_text(ToolCall(name, args))
     except (SyntaxError, ValueError, TypeError, IndexError, MemoryError, RecursionError):
         return text
 
@@ -105,7 +105,7 @@ def heldout_overlaps(tasks: Iterable[Sample]) -> list[str]:
         spec = t.meta.get("env") or {}
         requests = [_norm(m.get("content") or "") for m in t.messages if m.get("role") == "user"]
         steps = spec.get("ground_truth") or []
-        calls = tuple(call_key(c) for step in steps for c in calls_from_any(step))
+        calls = tuple(call_text(c) for step in steps for c in calls_from_any(step))
         if any(r in entries.requests for r in requests):
             found.append(f"{t.id}: its request is a BFCL evaluation entry's")
         if _config_key(spec.get("initial_config") or {}) in entries.configs:

@@ -26,14 +26,12 @@ from tooltune.evaluation.acebench.scoring import (
     AGENT_SKIP_MESSAGE,
     SYSTEM_SUFFIX,
     WEIGHTS,
-    calls_match,
     categories_in,
     data_files,
     load_samples,
     reference_answer,
     score,
     scores,
-    value_matches,
 )
 
 __all__ = [
@@ -53,7 +51,6 @@ __all__ = [
     "AgentVerdict",
     "agent_plan",
     "agent_scripted_policy",
-    "calls_match",
     "categories_in",
     "data_files",
     "end_to_end",
@@ -66,5 +63,4 @@ __all__ = [
     "score",
     "scores",
     "scripted_user_policy",
-    "value_matches",
 ]

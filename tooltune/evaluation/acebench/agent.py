@@ -1,6 +1,8 @@
 """Agent categories (agent_multi_step, agent_multi_turn): a sandboxed conversation, judged on the state.
 
-Loop (ACEBench `model_inference/apimodel_inference.py: multi_step_inference / multi_turn_inference`):
+Loop (ACEBench `model_inference/apimodel_inference.py: multi_step_inference / multi_turn_inference`),
+run by the episode driver (`tooltune.generation.episodes`; what is ACEBench's is here: the user side,
+the sandbox executor, the stop rules, milestones and the verdict):
 at most `max_dialog_turns` (40) messages. multi_step: the model acts alone on the question; every
 reply goes to the executor (a reply without a decodable call gets "Please do not ask me any
 questions, use the known conditions to solve the problem"). multi_turn: a user simulator (any
@@ -20,21 +22,35 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tooltune.data.sources.base import describe
 from tooltune.data.sources.reading import iter_file
+from tooltune.environments import ToolResult
 from tooltune.environments.acebench_apis.sandbox import FoodPlatform, MessageApi, Sandbox, end_to_end
+from tooltune.evaluation.acebench.official_decode import parse_agent_step
 from tooltune.evaluation.bfcl import entry_tools
-from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import Backend, GenerationRequest, MissingPrediction
-from tooltune.parsing import parse_completion, parse_python_calls
-from tooltune.prompts import get_template, grammar_for, prompt_tools, render_answer, render_prompt
+from tooltune.generation import (
+    ASK,
+    Backend,
+    Dialogue,
+    EpisodeConfig,
+    EpisodeRun,
+    GenerationRequest,
+    MessageContext,
+    MissingPrediction,
+    Reply,
+    Step,
+    StopRules,
+    drive,
+)
+from tooltune.parsing import parse_python_calls
+from tooltune.prompts import get_template, grammar_for, render_answer
 from tooltune.prompts.templates import python_calls
-from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
+from tooltune.schema import Parsed, SchemaError, ToolCall, ToolSpec
 
 USER_SIM_SKIP_MESSAGE = ("ACEBench agent_multi_turn needs a user simulator (a backend playing the user, "
                          "e.g. an OpenAI-compatible endpoint); skipped (not run without one)")
@@ -142,96 +158,94 @@ class AgentVerdict(Verdict):
 
 
 @dataclass
-class AgentConfig(MultiTurnConfig):
-    """The multi-turn controls plus the user simulator's sampling and ACEBench's message limit."""
+class AgentConfig(EpisodeConfig):
+    """The episode controls plus the user simulator's sampling and ACEBench's message limit."""
 
     user_temperature: float = field(default=0.0, metadata={"help": "user simulator temperature"})
     user_max_new_tokens: int = field(default=256, metadata={"help": "user simulator reply length"})
     max_dialog_turns: int = field(default=40, metadata={"help": "messages per conversation (ACEBench: 40)"})
+    scoring: str = field(default="official", metadata={"help": "scoring mode: official or corrected"})
 
 
-class AgentRun:
-    """One agent conversation: `wants()` says who speaks next ("agent", "user" or None when done)."""
+class SandboxExecutor:
+    """The entry's sandbox as the episode's executor: ACEBench runs the calls as the model wrote them."""
+
+    def __init__(self, e: AgentEntry, variant: str) -> None:
+        self.e, self.sandbox = e, Sandbox(e.initial_config, e.involved, variant)
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return self.e.tools
+
+    def step(self, call: ToolCall) -> ToolResult:
+        out = self.sandbox.execute(call)
+        return ToolResult(out, error=out.startswith("Error during execution"))
+
+
+class _User(Dialogue):
+    """ACEBench's user side. multi_step: the question, then `NO_CALL_REPLY` after every reply without
+    calls. multi_turn: the user simulator (`msgs`, its own transcript, where the agent is the user),
+    first and after every reply without calls."""
+
+    def __init__(self, e: AgentEntry, cfg: AgentConfig, multi_turn: bool) -> None:
+        self.e, self.cfg, self.multi_turn = e, cfg, multi_turn
+        self.msgs = [{"role": "system", "content": USER_SYSTEM.format(instruction=e.question)},
+                     {"role": "user", "content": USER_OPENING}]
+
+    def opening(self, run: EpisodeRun) -> Reply:
+        return ASK if self.multi_turn else Reply.turn([{"role": "user", "content": self.e.question}])
+
+    def after_answer(self, run: EpisodeRun, step: Step) -> Reply:
+        if not self.multi_turn:
+            return Reply.nudge(NO_CALL_REPLY)
+        self.msgs.append({"role": "user", "content": step.text})
+        return ASK
+
+    def user_request(self, run: EpisodeRun) -> GenerationRequest:
+        return GenerationRequest(list(self.msgs), temperature=self.cfg.user_temperature,
+                                 max_new_tokens=self.cfg.user_max_new_tokens, seed=self.cfg.seed,
+                                 id=self.e.id, meta={"role": "user", "turn": max(0, run.turn)})
+
+    def user_said(self, run: EpisodeRun, text: str) -> Reply:
+        self.msgs.append({"role": "assistant", "content": text})
+        return Reply.turn([{"role": "user", "content": text}])
+
+
+class AgentRun(EpisodeRun):
+    """One agent conversation on the episode driver (`tooltune.generation.episodes`): ACEBench's
+    message limit and "finish conversation" (from the third counted message on; an execution message
+    ends it only when a result is exactly the phrase) are its stop rules."""
 
     def __init__(self, e: AgentEntry, cfg: AgentConfig) -> None:
         self.e, self.cfg = e, cfg
         self.multi_turn = e.category == "agent_multi_turn"
-        variant = "multi_turn" if self.multi_turn else "multi_step"
-        self.sandbox = Sandbox(e.initial_config, e.involved, variant)
-        self.history: list[dict[str, Any]] = []
-        self.user_msgs = [{"role": "system", "content": USER_SYSTEM.format(instruction=e.question)},
-                          {"role": "user", "content": USER_OPENING}]
-        self.steps: list[str] = []  # executed steps, canonical `[f(a=1)]` text (for process accuracy)
-        self.raw: list[list[str]] = [[]]
-        self.index, self.step, self.done = 0, 0, False
-        self.next = "user" if self.multi_turn else "agent"
-        if not self.multi_turn:
-            self.history.append({"role": "user", "content": e.question})
+        self.executor = SandboxExecutor(e, "multi_turn" if self.multi_turn else "multi_step")
+        self.sandbox = self.executor.sandbox
+        base = cfg.system_prompt if cfg.system_prompt is not None else get_template(cfg.template).system
+        self.context = MessageContext(replace(cfg, system_prompt=base + AGENT_SYSTEM), e.id, "acebench")
+        self.history = self.context.history
+        rules = StopRules(finish=(FINISH,), finish_after=2, max_messages=max(1, cfg.max_dialog_turns))
+        super().__init__(self.executor, self.context, _User(e, cfg, self.multi_turn), rules, self.decode_step,
+                         e.id)
 
-    def wants(self) -> str | None:
-        return None if self.done else self.next
+    def decode_step(self, text: str) -> Parsed:
+        """A reply's calls: what goes to the executor."""
+        return parse_agent_step(text, grammar_for(self.cfg.template), self.cfg.mode, self.multi_turn,
+                                self.cfg.scoring)
 
-    def _count(self, text: str) -> None:
-        """One more dialogue message; ACEBench stops on "finish conversation" after the second."""
-        if self.index > 1 and FINISH in text:
-            self.done = True
-        self.index += 1
-        if self.index >= self.cfg.max_dialog_turns:
-            self.done = True
+    agent_request, feed_agent = EpisodeRun.request, EpisodeRun.feed  # the agent's side, by ACEBench's names
 
-    def agent_request(self) -> GenerationRequest:
-        c = self.cfg
-        sample = Sample(self.e.id, "acebench", "multi_step", self.history, self.e.tools, [])
-        base = c.system_prompt if c.system_prompt is not None else get_template(c.template).system
-        messages = render_prompt(sample, c.template, history=c.history, keep_reasoning=c.keep_reasoning,
-                                 system_prompt=base + AGENT_SYSTEM)
-        return GenerationRequest(messages, temperature=c.temperature, max_new_tokens=c.max_new_tokens,
-                                 seed=c.seed, id=self.e.id,
-                                 meta={"turn": len(self.raw) - 1, "step": self.step},
-                                 tools=prompt_tools(sample, c.template))
+    @property
+    def raw(self) -> list[list[str]]:
+        """The raw text of every step, per turn."""
+        return self.record.turn_texts
 
-    def user_request(self) -> GenerationRequest:
-        return GenerationRequest(list(self.user_msgs), temperature=self.cfg.user_temperature,
-                                 max_new_tokens=self.cfg.user_max_new_tokens, seed=self.cfg.seed,
-                                 id=self.e.id,
-                                 meta={"role": "user", "turn": len(self.raw) - 1})
-
-    def feed_user(self, text: str) -> None:
-        text = text if isinstance(text, str) else ""
-        opening = not self.history
-        self.user_msgs.append({"role": "assistant", "content": text})
-        self.history.append({"role": "user", "content": text})
-        if not opening:  # the simulator's opening line comes before ACEBench's counted loop
-            self._count(text)
-            self.raw.append([])
-        self.next, self.step = "agent", 0
-
-    def feed_agent(self, text: str) -> None:
-        text = text if isinstance(text, str) else ""
-        self.raw[-1].append(text)
-        self.step += 1
-        parsed = parse_completion(text, grammar_for(self.cfg.template), self.cfg.mode)
-        self._count(text)
-        if not parsed.calls:
-            self.history.append({"role": "assistant", "content": text})
-            if self.multi_turn:
-                self.user_msgs.append({"role": "user", "content": text})
-                self.next = "user"
-            elif not self.done:
-                self.steps.append(text.strip())
-                self.history.append({"role": "user", "content": NO_CALL_REPLY})
-                self._count(NO_CALL_REPLY)
-            return
-        self.history.append({"role": "assistant", "content": text, "reasoning": parsed.reasoning,
-                             "tool_calls": [c.to_dict() for c in parsed.calls]})
-        if self.done:  # "finish conversation" next to calls: ACEBench stops before executing them
-            return
-        self.steps.append(python_calls(parsed.calls))
-        results = [self.sandbox.execute(c) for c in parsed.calls]
-        for call, out in zip(parsed.calls, results):
-            self.history.append({"role": "tool", "name": call.name, "content": out})
-        # ACEBench's finish test on an execution message is list membership, not a substring
-        self._count(FINISH if FINISH in results else "")
+    @property
+    def steps(self) -> list[str]:
+        """The executed steps in canonical `[f(a=1)]` text, and a multi_step reply without calls as its
+        text (process accuracy)."""
+        return [python_calls(s.calls or []) if s.results else s.text.strip()
+                for turn in self.record.turn_steps for s in turn if s.results or s.nudged]
 
     def verdict(self) -> AgentVerdict:
         why = end_to_end(self.sandbox.state(), self.e.ground_truth)
@@ -257,21 +271,8 @@ def run_agent(
     if user_backend is None and any(e.category == "agent_multi_turn" for e in pending):
         pending = [e for e in pending if e.category != "agent_multi_turn"]
         skipped.append(f"agent_multi_turn: {USER_SIM_SKIP_MESSAGE}")
-    active: list[AgentRun] = []
-    while pending or active:
-        while pending and len(active) < parallel:
-            active.append(AgentRun(pending.pop(0), cfg))
-        agents = [r for r in active if r.wants() == "agent"]
-        users = [r for r in active if r.wants() == "user"]
-        if agents:
-            for r, texts in zip(agents, backend.generate([r.agent_request() for r in agents])):
-                r.feed_agent(texts[0] if texts else "")
-        if users and user_backend is not None:
-            for r, texts in zip(users, user_backend.generate([r.user_request() for r in users])):
-                r.feed_user(texts[0] if texts else "")
-        for r in [r for r in active if r.done]:
-            on_verdict(r.verdict(), r.raw)
-            active.remove(r)
+    drive((AgentRun(e, cfg) for e in pending), backend, lambda r: on_verdict(r.verdict(), r.raw),
+          user=user_backend, parallel=parallel)
     return skipped
 
 

@@ -1,22 +1,32 @@
-"""ACEBench (English): normal and special categories with ACEBench's scoring rules.
+"""ACEBench (English): normal and special categories scored as ACEBench's official code scores them.
 
-Normal: the completion's calls (decoded with the template's grammar) must match one acceptable
-ground truth: same number of calls, each ground-truth call matched by a distinct predicted call of
-the same name with the same argument names, values equal, except strings, which pass when the
-normalized expected string is a substring of the normalized predicted one (normalization: lower case,
-spaces and `,./-_*^'"` removed). A multi-turn conversation (`normal_multi_turn_*`, one entry per turn,
-ids `<conversation>_<turn>`) counts as correct only if every turn is.
-Special: no call may be made, and the text must say the right thing: "Missing necessary parameters"
-plus the function and the missing parameter names (incomplete), "There is incorrect value" plus the
-wrong values (error_param), or that the request is beyond the functions' limitations (irrelevant).
-These phrases are ACEBench's; `SYSTEM_SUFFIX` tells the model to use them.
+`score(sample, category, text, template, mode, scoring)` under `scoring`:
+- `official`: ACEBench's verdict, rule for rule (ACEBench/ACEBench commit e6db74b; the rules are in
+  `official` and `official_decode`). Under the `python` grammar (ACEBench's own output format
+  `[Func(a=1, b='x')]`: the `bfcl`/`bfcl_strong` templates or the grammar name `python`) the raw
+  completion is decoded exactly as ACEBench decodes it: whitespace removed, then one Python list of
+  calls, so a code fence or a call without its brackets fails. Under the other templates (tool_n1,
+  r2if, hermes, native, ...) the template's grammar extracts the calls under `mode` (that step is
+  ours, as for BFCL) and they are written as ACEBench's call list and decoded by ACEBench's rules, so
+  the official checker judges them exactly as it would the same calls in its own format.
+- `corrected`: the same with the fixes of `official.CORRECTED_RULES`, each named and documented in
+  docs/evaluation.md (top-level numbers compared, numbers in objects by value, nested lists compared
+  element by element, empty lists, untyped array items, one predicted call per expected call).
+Special entries, both modes: ACEBench's phrases in the answer, case-sensitive ("Missing necessary
+parameters" + the function + every missing parameter; "There is incorrect value" + every wrong value;
+"the limitations of the function"); the answer is the completion after the template's reasoning block
+(ACEBench likewise drops a reasoning model's thinking before scoring). `SYSTEM_SUFFIX` tells the
+model these phrases. A multi-turn conversation (`normal_multi_turn_*`, one entry per turn, ids
+`<conversation>_<turn>`) counts as correct only if every turn is.
 Agent (agent_multi_step, agent_multi_turn): a sandboxed conversation with our simulated APIs
 (`tooltune.environments.acebench_apis`), judged on the final state (end-to-end) and on the
 milestone calls (process); the loop and its scoring are in `agent`. multi_turn needs a user
 simulator (any Backend) and is skipped without one.
-Summary: each group (normal, special, agent) is the unweighted mean of its categories (agent: both
-categories required); overall = 0.2676 special + 0.578 normal + 0.1545 agent, None unless all groups
-were run; `overall_without_agent` renormalizes the two other weights.
+Summary (ACEBench `evaluation_helper.generate_result_csv`): each group (normal: 12 categories,
+special: 3, agent: 2) is the unweighted mean of its categories; overall = 0.2676 special + 0.578 normal
++ 0.1545 agent. ACEBench rounds each category and the overall to 3 decimals and counts a category that
+was not run as 0; here accuracies are unrounded, and a group or `overall` that lacks a category is
+None (`overall_without_agent` renormalizes the two other weights).
 """
 
 from __future__ import annotations
@@ -29,10 +39,12 @@ from typing import Any
 
 from tooltune.data.sources import get_source
 from tooltune.evaluation.acebench.agent import AGENT_CATEGORIES
+from tooltune.evaluation.acebench.official import check_normal, check_special, rules_for
+from tooltune.evaluation.acebench.official_decode import Decoded, decode_answer
 from tooltune.evaluation.verdict import Verdict
-from tooltune.parsing import parse_completion
-from tooltune.prompts import grammar_for, render_answer
-from tooltune.schema import Sample, ToolCall
+from tooltune.parsing import Grammar, parse_completion
+from tooltune.prompts import grammar_for, python_calls, render_answer
+from tooltune.schema import Sample
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
 AGENT_SKIP_MESSAGE = ("ACEBench agent categories (agent_multi_step, agent_multi_turn) need an endpoint "
@@ -41,7 +53,8 @@ SYSTEM_SUFFIX = """
 If the request lacks a required parameter, do not call a function; answer "Missing necessary parameters (param1, param2) for the api (ApiName)".
 If a value in the request is wrong for the function, do not call it; answer "There is incorrect value (value) for the parameters (param) in the conversation history".
 If no function can solve the request, answer "Due to the limitations of the function, I cannot solve this problem.\""""  # noqa: E501
-_NORM = re.compile(r"[ \,\.\/\-\_\*\^'\"]")
+IRRELEVANT_ANSWER = "Due to the limitations of the function, I cannot solve this problem."
+"""ACEBench's own answer to a special_irrelevant entry (its ground truth)."""
 _TURN_SUFFIX = re.compile(r"_\d+$")
 
 
@@ -53,17 +66,24 @@ def categories_in(data_dir: str | os.PathLike) -> list[str]:
 
 
 def load_samples(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[tuple[str, Sample]]:
-    """(category, Sample) for normal and special categories, through the data source adapter."""
+    """(category, Sample) for normal and special categories, through the data source adapter.
 
+    Each sample's `meta["official"]` keeps what ACEBench's checker reads: the entry's `function` list
+    (declared type names such as "number" or "object" as written) and its `possible_answer` ground truth
+    (keys `func_1`, optional-parameter placeholders and alternatives as written)."""
     src = get_source("acebench")
     out = []
     for cat in categories:
         if cat.startswith("agent"):
             continue
         for rec in src.read(str(Path(data_dir) / f"data_{cat}.json")):
+            raw = rec.data if isinstance(rec.data, Mapping) else {}
+            entry = raw.get("entry") if isinstance(raw.get("entry"), Mapping) else {}
             for s in src.convert(rec.data, rec.position):
                 if isinstance(s, Sample):
                     s.id = s.id.split(":", 1)[-1]
+                    s.meta["official"] = {"function": entry.get("function"),
+                                          "ground_truth": raw.get("ground_truth")}
                     out.append((cat, s))
     return out
 
@@ -74,84 +94,75 @@ def data_files(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[s
     return [str(p) for pair in pairs for p in pair if p.exists()]
 
 
-def _norm(s: str) -> str:
-    return _NORM.sub("", s).lower()
-
-
-def value_matches(pred: Any, gold: Any) -> bool:
-    if isinstance(gold, str):
-        return isinstance(pred, str) and _norm(gold) in _norm(pred)
-    if isinstance(gold, bool) or isinstance(pred, bool):
-        return pred is gold
-    if isinstance(gold, (int, float)):
-        return isinstance(pred, (int, float)) and float(pred) == float(gold)
-    if isinstance(gold, list):
-        return isinstance(pred, list) and len(pred) == len(gold) and all(map(value_matches, pred, gold))
-    if isinstance(gold, Mapping):
-        return isinstance(pred, Mapping) and set(pred) == set(gold) and all(
-            value_matches(pred[k], v) for k, v in gold.items())
-    return pred == gold
-
-
-def _call_matches(pred: ToolCall, gold: ToolCall) -> bool:
-    return pred.name == gold.name and set(pred.arguments) == set(gold.arguments) and all(
-        value_matches(pred.arguments[k], v) for k, v in gold.arguments.items())
-
-
-def calls_match(pred: list[ToolCall], gold: list[ToolCall]) -> bool:
-    """Order-free one-to-one matching of predicted to ground-truth calls."""
-    if len(pred) != len(gold):
-        return False
-    left = list(pred)
-    for g in gold:
-        hit = next((i for i, p in enumerate(left) if _call_matches(p, g)), None)
-        if hit is None:
-            return False
-        left.pop(hit)
-    return True
-
-
-def _special(cat: str, expected: Any, text: str) -> str | None:
-    """None when the special answer is right, else why not."""
-    low = text.lower()
-    if cat == "special_irrelevant":
-        return None if "limitation" in low else "does not say the request is beyond the functions"
-    if cat == "special_incomplete":
-        needed = ["missing necessary parameters"] + [w for f, ps in expected.items() for w in [f, *ps]]
-    else:  # special_error_param
-        needed = ["there is incorrect value"] + [str(v) for vs in expected.values() for v in vs]
-    missing = [w for w in needed if w.lower() not in low]
-    return None if not missing else f"answer lacks {missing!r}"
-
-
-def score(sample: Sample, category: str, text: Any, template: str, mode: str = "strict") -> Verdict:
-    parsed = parse_completion(text, grammar_for(template), mode)
+def official_inputs(sample: Sample, category: str) -> tuple[Any, Any]:
+    """(function list, ground truth) in ACEBench's form: from `meta["official"]` (`load_samples`), else
+    rebuilt from the sample's tools and answer (a name called twice becomes `name_1`, `name_2`)."""
+    raw = sample.meta.get("official")
+    if isinstance(raw, Mapping) and raw.get("function") is not None:
+        return raw["function"], raw.get("ground_truth")
+    functions = [t.to_dict() for t in sample.tools]
     if category.startswith("special"):
-        if parsed.calls:
-            return Verdict(sample.id, category, False, "called a function on a special entry")
-        why = _special(category, sample.meta.get("expected"), text if isinstance(text, str) else "")
-        return Verdict(sample.id, category, why is None, why)
+        return functions, sample.meta.get("expected")
+    alternatives = sample.meta.get("alternatives") or [[c.to_dict() for c in sample.answer]]
+    gold = []
+    for alt in alternatives:
+        names = [c["name"] for c in alt]
+        gold.append({(n if names.count(n) == 1 else f"{n}_{i + 1}"): dict(c.get("arguments") or {})
+                     for i, (n, c) in enumerate(zip(names, alt))})
+    return functions, gold
+
+
+def decode(text: str, template: str | Grammar, mode: str = "strict") -> tuple[Decoded | None, str | None]:
+    """ACEBench's decoded form `[{name: {arg: value}}]` of a completion (see the module doc): the raw
+    text under the `python` grammar, else the template's calls written as ACEBench's call list."""
+    grammar = grammar_for(template)
+    if grammar.name == "python":
+        return decode_answer(text)
+    parsed = parse_completion(text, grammar, mode)
     if parsed.calls is None:
-        return Verdict(sample.id, category, False, f"decode_failed: {parsed.error}")
-    options = [[ToolCall.from_dict(c) for c in alt] for alt in sample.meta.get("alternatives") or []]
-    if any(calls_match(parsed.calls, alt) for alt in options or [sample.answer]):
-        return Verdict(sample.id, category, True)
-    got = [c.to_dict() for c in parsed.calls]
-    return Verdict(sample.id, category, False, f"calls do not match: {got!r:.300}")
+        return None, parsed.error or "no call block decoded"
+    return decode_answer(python_calls(parsed.calls))
+
+
+def answer_text(text: str, template: str | Grammar) -> str:
+    """The answer part of a completion: the text after the template's reasoning block, if it has one."""
+    tags = grammar_for(template).reasoning
+    if tags is not None:
+        end = text.find(tags[1])
+        if end >= 0:
+            return text[end + len(tags[1]):]
+    return text
+
+
+def score(sample: Sample, category: str, text: Any, template: str, mode: str = "strict",
+          scoring: str = "official") -> Verdict:
+    """The verdict on one completion of a normal or special entry under `scoring` (module doc)."""
+    fixes = rules_for(scoring)
+    text = text if isinstance(text, str) else ""
+    functions, gold = official_inputs(sample, category)
+    if category.startswith("special"):
+        ok, why = check_special(category, gold, answer_text(text, template))
+        return Verdict(sample.id, category, ok, why)
+    decoded, err = decode(text, template, mode)
+    if decoded is None:
+        return Verdict(sample.id, category, False, f"decode_failed: {err}")
+    ok, why = check_normal(functions, decoded, gold, fixes)
+    return Verdict(sample.id, category, ok, None if ok else f"{why} (calls: {decoded!r:.300})")
 
 
 def reference_answer(sample: Sample, category: str, template: str) -> str:
-    """What a perfect model answers (scripted backend / harness tests)."""
+    """What a perfect model answers (scripted backend, harness tests): the first acceptable calls in
+    `template`'s format, or the special answer in ACEBench's phrases (the format its prompt asks for)."""
     exp = sample.meta.get("expected")
-    if category == "special_incomplete":
-        (f, ps), = list(exp.items())[:1]
-        return f"Missing necessary parameters ({', '.join(ps)}) for the api ({f})"
-    if category == "special_error_param":
+    if category == "special_incomplete" and isinstance(exp, Mapping):
+        return "; ".join(f"Missing necessary parameters ({', '.join(map(str, ps))}) for the api ({f})"
+                         for f, ps in exp.items())
+    if category == "special_error_param" and isinstance(exp, Mapping):
         vals = ", ".join(str(v) for vs in exp.values() for v in vs)
         params = ", ".join(exp)
-        return f"There is incorrect value ({vals}) for the parameters ({params}) in the conversation history"
+        return f"There is incorrect value ({vals}) for the parameters ({params}) in the conversation history."
     if category == "special_irrelevant":
-        return "Due to the limitations of the function, I cannot solve this problem."
+        return IRRELEVANT_ANSWER
     return render_answer(sample.answer, template)
 
 

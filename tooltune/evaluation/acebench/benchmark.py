@@ -1,0 +1,121 @@
+"""ACEBench as a registered `Benchmark`: normal and special entries scored one completion at a time
+(`scoring`), agent conversations played on the simulated APIs (`agent`), ACEBench's weighted summary.
+
+agent_multi_turn needs a user simulator: `--user-endpoint` (or, with `--scripted`, the scripted user who
+states the whole instruction); without one it is skipped and the summary says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tooltune import config as config_mechanism
+from tooltune.config import ConfigError
+from tooltune.evaluation.acebench import agent, scoring
+from tooltune.evaluation.benchmark import (
+    AceGold,
+    Benchmark,
+    Prepared,
+    Record,
+    answer_policy,
+    register_benchmark,
+    single_turn_task,
+    split_categories,
+)
+from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.verdict import Verdict
+from tooltune.generation import Backend, BackendConfig, GenerationRequest, Sampling, ScriptedBackend
+from tooltune.schema import Sample
+
+logger = logging.getLogger(__name__)
+
+USER_FLAGS = ("endpoint", "model_name", "api_key_env")
+"""BackendConfig fields of the user simulator, given as --user-endpoint, --user-model-name, ..."""
+
+ACE_LEFT_OUT = {
+    "special_incomplete": "the correct answer is a sentence naming the missing parameters, not calls",
+    "special_error_param": "the correct answer is a sentence naming the wrong values, not calls",
+    "agent_multi_step": "agent conversations are not single-turn entries",
+    "agent_multi_turn": "agent conversations are not single-turn entries",
+}
+
+
+def _score(sample: Sample, category: str, controls: Controls, text: str) -> Verdict:
+    return scoring.score(sample, category, text, controls.template, controls.mode, scoring=controls.scoring)
+
+
+def _run_agent(entries: list[Any], backend: Backend, controls: Controls, sampling: Sampling, seed: int,
+               record: Record, user_backend: Backend | None = None) -> None:
+    cfg = agent.AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+                            controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed,
+                            scoring=controls.scoring)
+    agent.run_agent(entries, backend, cfg, record, user_backend, parallel=sampling.batch_size)
+
+
+@register_benchmark
+class AceBenchBenchmark(Benchmark):
+    name = "acebench"
+    help = "ACEBench normal + special categories (agent categories need a user-simulator endpoint)."
+
+    def _categories(self, categories: Sequence[str] | str | None, data_dir: Path | None) -> list[str]:
+        return split_categories(categories) or scoring.categories_in(data_dir)
+
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
+                user_simulator: bool = False) -> Prepared:
+        cats = self._categories(categories, data_dir)
+        skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
+        if skipped:
+            logger.warning("%s", agent.USER_SIM_SKIP_MESSAGE)
+        kept = [c for c in cats if c not in skipped]
+        extra = scoring.SYSTEM_SUFFIX
+        tasks = [single_turn_task(s, c, controls, partial(_score, s, c, controls), extra)
+                 for c, s in scoring.load_samples(data_dir, cats)]
+        return Prepared(tasks, scoring.data_files(data_dir, kept), agent.load_agent_entries(data_dir, kept),
+                        _run_agent, extra, [f"{c}: {agent.USER_SIM_SKIP_MESSAGE}" for c in skipped])
+
+    def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        return scoring.scores(records)
+
+    def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Callable[[GenerationRequest], str]:
+        cats = self._categories(categories, data_dir)
+        answers = {s.id: scoring.reference_answer(s, c, controls.template)
+                   for c, s in scoring.load_samples(data_dir, cats)}
+        entries = agent.load_agent_entries(data_dir, cats)
+        play_agent = agent.agent_scripted_policy(entries, controls.template) if entries else None
+        return answer_policy(answers, play_agent)
+
+    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                 ) -> AceGold:
+        cats = self._categories(categories, data_dir)
+        kept = [c for c in cats if c not in ACE_LEFT_OUT]
+        gold = {s.id: (s.answer if c.startswith("normal") else [])
+                for c, s in scoring.load_samples(data_dir, kept)}
+        return AceGold(cats, kept, gold, {c: ACE_LEFT_OUT[c] for c in cats if c not in kept})
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        config_mechanism.add_arguments(
+            parser, BackendConfig, only=USER_FLAGS, flag_prefix="user-", group="user",
+            title="user simulator for agent_multi_turn (skipped without one; shares --concurrency, "
+                  "--timeout, --retries)")
+
+    def user_backend(self, args: argparse.Namespace, backend: Any, data_dir: Path | None) -> Backend | None:
+        """--user-endpoint's backend, or the scripted user (states the instruction) with --scripted."""
+        given = config_mechanism.given_overrides(args, "user")
+        if given:
+            shared = {k: getattr(backend, k) for k in ("concurrency", "timeout", "retries")}
+            user = config_mechanism.load(BackendConfig, base=shared, overrides=given)
+            if not user.endpoint:
+                raise ConfigError("user.endpoint: the user simulator needs --user-endpoint URL")
+            if not user.model_name:
+                raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
+            return user.build()
+        if getattr(args, "scripted", False) and data_dir is not None:
+            entries = agent.load_agent_entries(data_dir, agent.AGENT_CATEGORIES)
+            return ScriptedBackend(agent.scripted_user_policy(entries), name="scripted-user")
+        return None

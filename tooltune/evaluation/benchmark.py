@@ -1,0 +1,226 @@
+"""The benchmark interface: one registered object per benchmark, used by every evaluation command.
+
+A benchmark says how to load its items under the protocol `Controls`, how each completion is scored
+(under `Controls.scoring`: `official`, the benchmark's own code rule for rule, or `corrected`, named
+fixes), how verdicts aggregate into its published scores, how a perfect model answers (the harness
+self-check), which entries have a correct call list (ACE), and which command-line options it adds.
+The runner (`tooltune.evaluation.runner`), ACE (`tooltune.evaluation.ace`), the ground-truth player
+(`tooltune.evaluation.scripted`), `tooltune eval` and the reports ask the registry and never branch on a
+benchmark's name, so adding a benchmark is one module with a `Benchmark` subclass decorated with
+`register_benchmark`, and its module named in `BENCHMARK_MODULES`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from tooltune.config import unknown_name
+from tooltune.evaluation.verdict import Verdict
+from tooltune.generation import Backend, GenerationRequest, MissingPrediction, Sampling
+from tooltune.prompts import prompt_tools, render_prompt
+from tooltune.schema import Sample, ToolCall
+
+if TYPE_CHECKING:  # protocol's run identity asks this registry, so the registry leaves protocol unimported
+    from tooltune.evaluation.protocol import Controls
+
+BENCHMARK_MODULES = (
+    "tooltune.evaluation.bfcl_benchmark",
+    "tooltune.evaluation.apibank.benchmark",
+    "tooltune.evaluation.acebench.benchmark",
+)
+"""The modules that register the built-in benchmarks (imported on the first registry lookup)."""
+
+DATA_DIR_ENV = "TOOLTUNE_DATA_DIR"
+"""Environment variable naming the folder that holds one sub-folder per benchmark (apibank/, acebench/)."""
+
+Record = Callable[..., None]
+"""`record(verdict, result=None)`: store one entry's verdict (and the raw result to replay it)."""
+
+EpisodeRunner = Callable[
+    [list[Any], Backend, "Controls", Sampling, int, Record, "Backend | None"], None
+]
+"""`run(entries, backend, controls, sampling, seed, record, user_backend)`: play and score the
+multi-turn entries of one seed, calling `record` once per entry."""
+
+
+class DataDirError(ValueError):
+    """A benchmark's data folder was not given or does not exist; the message names both ways to give it."""
+
+
+def benchmark_data_dir(benchmark: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """The folder of `benchmark`'s files: `data_dir` if given, else `$TOOLTUNE_DATA_DIR/<benchmark>`.
+
+    Raises DataDirError naming `--data-dir` and TOOLTUNE_DATA_DIR when neither is given or the folder
+    is missing; nothing else is searched."""
+    env = os.environ.get(DATA_DIR_ENV)
+    how = f"pass --data-dir DIR or set {DATA_DIR_ENV} to the folder holding {benchmark}/"
+    if data_dir:
+        path, origin = Path(data_dir), "--data-dir"
+    elif env:
+        path, origin = Path(env) / benchmark, f"${DATA_DIR_ENV}/{benchmark}"
+    else:
+        raise DataDirError(f"{benchmark}: no benchmark data folder given: {how}")
+    if not path.is_dir():
+        raise DataDirError(f"{benchmark}: data folder {path} (from {origin}) not found: {how}")
+    return path
+
+
+@dataclass
+class Task:
+    """One single-turn item: the prompt to complete and how to score a completion; `tools` go to the
+    chat template with the prompt (``native``: `tooltune.prompts.prompt_tools`; None otherwise)."""
+
+    id: str
+    category: str
+    messages: list[dict[str, Any]]
+    score: Callable[[str], Verdict]
+    tools: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Prepared:
+    """A benchmark's items under one set of controls: single-turn `tasks`, multi-turn `episodes` (played
+    by `run_episodes`), the files they came from (hashed into the manifest) and the categories skipped."""
+
+    tasks: list[Task]
+    data_files: list[str]
+    episodes: list[Any] = field(default_factory=list)
+    run_episodes: EpisodeRunner | None = None
+    system_extra: str = ""
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def categories(self) -> list[str]:
+        return sorted({t.category for t in self.tasks} | {e.category for e in self.episodes})
+
+
+@dataclass
+class AceGold:
+    """The entries ACE runs on: categories asked, categories kept, id -> correct calls, left-out reasons."""
+
+    categories: list[str]
+    kept: list[str]
+    gold: dict[str, list[ToolCall]]
+    left_out: dict[str, str]
+
+
+def render_task(sample: Sample, controls: Controls, extra: str = "") -> list[dict[str, Any]]:
+    """`sample`'s prompt under `controls`; `extra` is appended to the system prompt (a benchmark's own
+    instructions, e.g. ACEBench's special-case phrases)."""
+    return render_prompt(sample, controls.resolve(extra))
+
+
+def single_turn_task(sample: Sample, category: str, controls: Controls, score: Callable[[str], Verdict],
+                     extra: str = "") -> Task:
+    """A `Task` for `sample`: rendered under `controls` (tools to the chat template for ``native``)."""
+    messages = render_task(sample, controls, extra)
+    return Task(sample.id, category, messages, score, prompt_tools(sample, controls))
+
+
+def answer_policy(answers: Mapping[str, str], play_episode: Callable[[GenerationRequest], str] | None = None
+                  ) -> Callable[[GenerationRequest], str]:
+    """A `ScriptedBackend` policy: the fixed answer of a single-turn id, `play_episode` for a multi-turn step
+    (a request whose meta names its turn); an id with neither is a `MissingPrediction`."""
+
+    def play(r: GenerationRequest) -> str:
+        if "turn" in r.meta and play_episode is not None:
+            return play_episode(r)
+        if r.id not in answers:
+            raise MissingPrediction(f"no ground truth for id {r.id!r}")
+        return answers[r.id]
+
+    return play
+
+
+def split_categories(categories: Sequence[str] | str | None) -> list[str] | None:
+    """A user's category list (comma-separated text or a sequence); None for all ('' and 'all' too)."""
+    if categories in (None, "", "all"):
+        return None
+    items = categories.split(",") if isinstance(categories, str) else list(categories)
+    return [c.strip() for c in items if c.strip()]
+
+
+class Benchmark:
+    """One benchmark: its items, scoring, aggregation, ground-truth player and command-line options.
+
+    Subclasses set the class attributes and implement `prepare`, `scores`, `answers` and `ace_gold`."""
+
+    name: ClassVar[str]
+    help: ClassVar[str]
+    uses_data_dir: ClassVar[bool] = True
+    """False when the data ships with a package (BFCL): no --data-dir."""
+    controls_excluded: ClassVar[tuple[str, ...]] = ("name_style",)
+    """`Controls` fields that do not apply to this benchmark (left out of its command line)."""
+    scoring_packages: ClassVar[tuple[str, ...]] = ("tooltune",)
+    """Packages whose version changes the verdicts (part of a run's identity)."""
+    formulas: ClassVar[Mapping[str, str]] = {}
+    """How each aggregate in `scores` is computed (written into summary.json and the report)."""
+    report_tables: ClassVar[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = ()
+    """(title, ((column, summary key), ...)) tables the report draws for runs of this benchmark."""
+
+    def data_dir(self, data_dir: str | os.PathLike | None = None) -> Path | None:
+        """The benchmark's data folder (`benchmark_data_dir`), None when its data ships with a package."""
+        return benchmark_data_dir(self.name, data_dir) if self.uses_data_dir else None
+
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
+                user_simulator: bool = False) -> Prepared:
+        """The items of `categories` (None = all) rendered and scored under `controls`."""
+        raise NotImplementedError
+
+    def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """One seed's verdict records -> per-category accuracy and the benchmark's aggregates."""
+        raise NotImplementedError
+
+    def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Callable[[GenerationRequest], str]:
+        """A `ScriptedBackend` policy answering every entry with its ground truth (expect 100%)."""
+        raise NotImplementedError
+
+    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                 ) -> AceGold:
+        """The single-turn entries whose correct answer is one list of calls (R2IF's ACE runs on them)."""
+        raise NotImplementedError
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Command-line options of this benchmark beyond the shared ones (none by default)."""
+
+    def user_backend(self, args: argparse.Namespace, backend: Any, data_dir: Path | None) -> Backend | None:
+        """The backend that plays the user in simulated-user episodes, from this benchmark's options."""
+        return None
+
+
+_REGISTRY: dict[str, Benchmark] = {}
+
+
+def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:
+    """Class decorator: register one instance of `cls` under `cls.name`."""
+    if cls.name in _REGISTRY and type(_REGISTRY[cls.name]) is not cls:
+        owner = type(_REGISTRY[cls.name]).__name__
+        raise ValueError(f"benchmark {cls.name!r} is already registered by {owner}")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def _load_builtins() -> None:
+    for module in BENCHMARK_MODULES:
+        importlib.import_module(module)
+
+
+def benchmark_names() -> tuple[str, ...]:
+    """The registered benchmarks, in registration order."""
+    _load_builtins()
+    return tuple(_REGISTRY)
+
+
+def get_benchmark(name: str) -> Benchmark:
+    """The registered benchmark `name`; a ConfigError naming the closest registered names otherwise."""
+    _load_builtins()
+    if name not in _REGISTRY:
+        raise unknown_name("benchmark", "benchmark", name, _REGISTRY)
+    return _REGISTRY[name]

@@ -1,0 +1,124 @@
+"""BFCL as a registered `Benchmark`: single-turn and relevance entries scored by bfcl-eval's checker
+(`bfcl`), multi-turn entries played and checked by `bfcl_multiturn`, the leaderboard's aggregates.
+
+Single-turn verdicts are the official checker's in both scoring modes (there is nothing to correct);
+multi-turn follows `Controls.scoring` (see `bfcl_multiturn`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tooltune.evaluation import bfcl
+from tooltune.evaluation.benchmark import (
+    AceGold,
+    Benchmark,
+    Prepared,
+    Record,
+    answer_policy,
+    register_benchmark,
+    single_turn_task,
+)
+from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
+from tooltune.evaluation.bfcl_official import score_multi_turn
+from tooltune.evaluation.protocol import Controls
+from tooltune.generation import Backend, GenerationRequest, Sampling
+from tooltune.prompts import render_answer
+from tooltune.schema import ToolCall
+
+TABLE2_COLUMNS = (
+    ("Non-live simple", "table2.non_live.simple"), ("Non-live multiple", "table2.non_live.multiple"),
+    ("Non-live parallel", "table2.non_live.parallel"),
+    ("Non-live parallel multiple", "table2.non_live.parallel_multiple"),
+    ("Non-live", "table2.non_live.overall"), ("Live simple", "table2.live.simple"),
+    ("Live multiple", "table2.live.multiple"), ("Live parallel", "table2.live.parallel"),
+    ("Live parallel multiple", "table2.live.parallel_multiple"), ("Live", "table2.live.overall"),
+    ("Overall", "table2.overall"),
+)
+LEADERBOARD_COLUMNS = (("Non-live", "leaderboard.non_live"), ("Live", "leaderboard.live"),
+                       ("Hallucination", "leaderboard.hallucination"), ("Relevance", "leaderboard.relevance"),
+                       ("Multi-turn", "leaderboard.multi_turn"), ("Overall", "leaderboard.overall"))
+
+ACE_LEFT_OUT = {
+    "live_relevance": "any call passes: no single correct call list",
+    **{c: "multi-turn conversations are not single-turn entries" for c in bfcl.MULTI_TURN},
+}
+
+
+def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n1",
+                 name_style: str = "dotted") -> tuple[dict[str, str], list[Any]]:
+    """(id -> ground-truth completion for single-turn entries, the multi-turn entries).
+
+    The first acceptable value of each argument (see `bfcl_truth`); irrelevance: a no-call answer;
+    live_relevance (any call passes): a call of the first offered function."""
+    answers, multi = {}, []
+    for e in bfcl.load_entries(bfcl.expand_categories(categories)):
+        if e.category in bfcl.MULTI_TURN:
+            multi.append(e)
+        elif "irrelevance" in e.category:
+            answers[e.id] = render_answer([], template)
+        elif e.category == "live_relevance":
+            name = bfcl.rename_dotted(e.entry["function"][0]["name"], name_style)
+            answers[e.id] = render_answer([ToolCall(name, {})], template)
+        else:
+            answers[e.id] = render_answer(bfcl.ground_truth_calls(e, name_style), template)
+    return answers, multi
+
+
+def _run_multi_turn(entries: list[Any], backend: Backend, controls: Controls, sampling: Sampling, seed: int,
+                    record: Record, user_backend: Backend | None = None) -> None:
+    """Multi-turn entries under `controls.scoring`: a predictions file scored officially is read as
+    bfcl-eval reads a result file (no loop: its recorded steps are the result); otherwise the loop plays
+    each entry (a model, or the replay rules of `ReplayBackend` under ``corrected``) and the recorded
+    result is judged by the mode's rules."""
+    predictions = getattr(backend, "predictions", None)
+    if controls.scoring == "official" and isinstance(predictions, dict):
+        for e in entries:
+            result = predictions[e.id]
+            record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
+                                    scoring="official"), result)
+        return
+    cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+                          controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
+    run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size, scoring=controls.scoring)
+
+
+@register_benchmark
+class BfclBenchmark(Benchmark):
+    name = "bfcl"
+    help = "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn)."
+    uses_data_dir = False
+    controls_excluded = ()
+    scoring_packages = ("tooltune", "bfcl-eval")
+    formulas = bfcl.FORMULAS
+    report_tables = (("BFCL (Tool-N1 Table 2 columns, %)", TABLE2_COLUMNS),
+                     ("BFCL (current leaderboard aggregates, %)", LEADERBOARD_COLUMNS))
+
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
+                user_simulator: bool = False) -> Prepared:
+        cats = bfcl.expand_categories(categories)
+        entries = bfcl.load_entries(cats)
+        scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
+        tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
+                                  lambda text, e=e: scorer.score(e, text))
+                 for e in entries if e.category not in bfcl.MULTI_TURN]
+        multi = [e for e in entries if e.category in bfcl.MULTI_TURN]
+        return Prepared(tasks, bfcl.data_files(cats), multi, _run_multi_turn)
+
+    def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        return bfcl.scores(records)
+
+    def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Callable[[GenerationRequest], str]:
+        answers, multi = bfcl_answers(categories, controls.template, controls.name_style)
+        return answer_policy(answers, scripted_policy(multi, controls.template) if multi else None)
+
+    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                 ) -> AceGold:
+        cats = bfcl.expand_categories("single_turn" if categories in (None, "") else categories)
+        kept = [c for c in cats if c not in ACE_LEFT_OUT]
+        gold = {e.id: [] if "irrelevance" in e.category else bfcl.ground_truth_calls(e, controls.name_style)
+                for e in bfcl.load_entries(kept)}
+        return AceGold(cats, kept, gold, {c: ACE_LEFT_OUT[c] for c in cats if c not in kept})

@@ -1,0 +1,266 @@
+"""Per-token log-probs of GRPO completions with each group packed into one row of one ordinary forward.
+
+A group's rows share a prompt. The packed path lays a group out as one sequence
+
+    [prompt columns 0..P-2] [p_{P-1}, completion_1] [p_{P-1}, completion_2] ... [p_{P-1}, completion_k]
+
+and runs all groups of a chunk in one forward (one row per group) with
+
+- position ids: 0..P-2 on the prompt, P-1..P+C-1 in every segment, the column indices of the concatenated
+  row `cat(prompt, completion)` that the ordinary path uses (transformers' default position ids);
+- an attention pattern where a position sees the valid (mask 1) prompt columns before it and the valid
+  earlier positions of its own segment only: every completion sees the whole prompt and its own past,
+  never another completion.
+
+Each segment starts with the last prompt column, so that the position predicting a completion's first
+token belongs to that completion's segment (one label per position, as TRL's fused head needs); all
+other prompt columns run once per group. A query sees exactly the keys it sees on the ordinary path,
+with the same positions, so log-probs, entropies and gradients equal the ordinary path's up to float
+rounding, for any padding (left-padded prompts, right-padded completions, masked tokens inside).
+
+Nothing crosses the forward: no KV cache, no second pass before backward. So every decoder layer can be
+checkpointed (`gradient_checkpointing` recomputes a layer from its saved inputs, the pattern included),
+and DDP (static graph too), FSDP and DeepSpeed see one plain forward and backward.
+
+The pattern reaches the layers through the model's own `attention_mask` argument: transformers' mask
+builder (`masking_utils.create_causal_mask`) hands a prepared 4D mask to the layers unchanged, and the
+attention function the model was loaded with (its `config._attn_implementation`, registered in
+transformers' `AttentionInterface`) runs it:
+
+- `sdpa`: a boolean [G, 1, L, L] mask (True = attend); torch's kernels take an arbitrary mask, with no
+  skipping of masked blocks (every one of the L^2 pairs is computed);
+- `eager`: the same as an additive float mask (0 or the dtype's minimum);
+- `flex_attention`: a `BlockMask` over the same rule; blocks that are entirely masked are skipped, so the
+  cost follows the pairs a completion needs (its own segment and the prompt), not L^2.
+
+Flash-attention kernels take no arbitrary mask; models running them (and sliding-window, linear or hybrid
+attention, whose layers would get the full-attention pattern) are refused with a reason.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+from tooltune.training.packed_attention import NAME as PACKED_ATTENTION
+from tooltune.training.packed_attention import packed_blocks
+
+MASKED_IMPLEMENTATIONS = (PACKED_ATTENTION, "sdpa", "eager", "flex_attention")
+"""Attention implementations that take the packed pattern (see the module docstring)."""
+
+
+@dataclass
+class PackedRows:
+    """A chunk of rows laid out one group per row (see the module docstring)."""
+
+    input_ids: torch.Tensor
+    """[G, L] tokens: L = (P - 1) + k (C + 1), k the largest group's row count (smaller groups get empty
+    segments whose tokens are all masked)."""
+    position_ids: torch.Tensor
+    """[G, L] the column each token has in the ordinary path's row."""
+    valid: torch.Tensor
+    """[G, L] bool: the token may be attended to (its prompt or completion mask is 1)."""
+    segment: torch.Tensor
+    """[L] 0 on the shared prompt columns, s + 1 on segment s."""
+    slot: torch.Tensor
+    """[B] segment of each input row, flattened: group * k + segment."""
+    score_columns: torch.Tensor
+    """[k C] packed columns whose outputs predict completion tokens 0..C-1 of segments 0..k-1."""
+    segments: int
+    """k: segments per packed row."""
+
+
+def implementation(model: Any) -> str:
+    """The attention implementation the model runs (`config._attn_implementation`), "" when unknown."""
+    config = getattr(_base(model), "config", None)
+    return str(getattr(config, "_attn_implementation", "") or "")
+
+
+def _base(model: Any) -> Any:
+    """The transformers model inside DDP / FSDP / DeepSpeed / PEFT wrappers."""
+    while True:
+        inner = getattr(model, "module", None)  # DDP, FSDP1, DeepSpeed engine
+        if isinstance(inner, torch.nn.Module) and inner is not model:
+            model = inner
+            continue
+        if hasattr(model, "get_base_model"):  # PEFT
+            return model.get_base_model()
+        return model
+
+
+def packed_problem(model: Any, prompt_columns: int) -> str | None:
+    """Why this model and prompt width cannot run the packed path, or None when they can."""
+    base = _base(model)
+    config = getattr(base, "config", None)
+    if config is None:
+        return "the model has no config"
+    if getattr(config, "is_encoder_decoder", False):
+        return "encoder-decoder models are not supported"
+    peft_config = getattr(model, "active_peft_config", None) or getattr(base, "active_peft_config", None)
+    if peft_config is not None and getattr(peft_config, "is_prompt_learning", False):
+        return "a prompt-learning PEFT adapter adds virtual tokens to every row"
+    if prompt_columns < 2:
+        return "prompts of fewer than 2 columns leave nothing to share"
+    cls = type(base)
+    dynamic_cache = getattr(cls, "_supports_default_dynamic_cache", lambda: True)()
+    if getattr(cls, "_is_stateful", False) or not dynamic_cache:
+        return f"{cls.__name__} is stateful or hybrid (its state would run across the completions of a row)"
+    kind = implementation(model)
+    if kind not in MASKED_IMPLEMENTATIONS:
+        takes = ", ".join(MASKED_IMPLEMENTATIONS)
+        return f"attention implementation {kind or 'unknown'!r} takes no custom mask ({takes} do)"
+    layers = DynamicCache(config=config).layers
+    if any(type(layer) is not DynamicLayer for layer in layers):
+        kinds = sorted({type(layer).__name__ for layer in layers})
+        return f"cache layers {kinds} (sliding-window, linear or hybrid attention) are not supported"
+    if "position_ids" not in inspect.signature(base.forward).parameters:
+        return f"{type(base).__name__}.forward takes no position_ids"
+    return None
+
+
+def pack_rows(
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    groups: torch.Tensor,
+) -> PackedRows:
+    """Lay out rows (`groups`: 0..G-1 per row, rows sharing a prompt share a group) one group per row."""
+    rows, p = prompt_ids.shape
+    c = completion_ids.size(1)
+    device = prompt_ids.device
+    n_groups = int(groups.max()) + 1
+    counts = torch.bincount(groups, minlength=n_groups)
+    k = int(counts.max())
+    order = torch.sort(groups, stable=True).indices
+    starts = torch.cumsum(counts, 0) - counts
+    rank = torch.empty_like(groups)
+    rank[order] = torch.arange(rows, device=device) - starts[groups[order]]
+    slot = groups * k + rank
+
+    firsts = torch.full((n_groups,), rows, dtype=torch.long, device=device)
+    firsts = firsts.scatter_reduce(0, groups, torch.arange(rows, device=device), "amin")
+    seg_ids = prompt_ids.new_zeros((n_groups * k, c + 1))
+    seg_valid = torch.zeros((n_groups * k, c + 1), dtype=torch.bool, device=device)
+    seg_ids[slot] = torch.cat([prompt_ids[:, -1:], completion_ids], dim=1)
+    seg_valid[slot] = torch.cat([prompt_mask[:, -1:], completion_mask], dim=1).bool()
+    input_ids = torch.cat([prompt_ids[firsts, :-1], seg_ids.view(n_groups, -1)], dim=1)
+    valid = torch.cat([prompt_mask[firsts, :-1].bool(), seg_valid.view(n_groups, -1)], dim=1)
+
+    columns = torch.arange(p + c, device=device)
+    positions = torch.cat([columns[: p - 1], columns[p - 1 :].repeat(k)])
+    segment = torch.cat(
+        [
+            torch.zeros(p - 1, dtype=torch.long, device=device),
+            torch.arange(1, k + 1, device=device).repeat_interleave(c + 1),
+        ]
+    )
+    score = (p - 1) + (torch.arange(k, device=device) * (c + 1))[:, None] + torch.arange(c, device=device)
+    return PackedRows(
+        input_ids=input_ids,
+        position_ids=positions.expand(n_groups, -1),
+        valid=valid,
+        segment=segment,
+        slot=slot,
+        score_columns=score.reshape(-1),
+        segments=k,
+    )
+
+
+def allowed(packed: PackedRows) -> torch.Tensor:
+    """[G, 1, L, L] bool: query q may attend to key j (causal, j on the prompt or in q's segment, j valid)."""
+    seg = packed.segment
+    length = seg.numel()
+    idx = torch.arange(length, device=seg.device)
+    pattern = (idx[None, :] <= idx[:, None]) & ((seg[None, :] == 0) | (seg[None, :] == seg[:, None]))
+    return pattern[None, None] & packed.valid[:, None, None, :]
+
+
+def attention_inputs(packed: PackedRows, kind: str, dtype: torch.dtype = torch.float32) -> dict[str, Any]:
+    """The model keywords that carry the pattern to the attention implementation `kind` (see the module
+    docstring): `tooltune_packed` gets its blocks (and a placeholder 4D mask that transformers' mask builder
+    passes through without building one), the others a mask."""
+    if kind == PACKED_ATTENTION:
+        groups, length = packed.input_ids.shape
+        k = packed.segments
+        s = (length - int((packed.segment == 0).sum())) // k
+        placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=packed.valid.device)
+        return {
+            "attention_mask": placeholder.expand(groups, 1, length, length),
+            "tt_packed": packed_blocks(packed.valid, length - k * s, k, s),
+        }
+    return {"attention_mask": attention_mask(packed, kind, dtype)}
+
+
+def attention_mask(packed: PackedRows, kind: str, dtype: torch.dtype = torch.float32) -> Any:
+    """The pattern as a mask of the attention implementation `kind`: a `BlockMask` for flex_attention, an
+    additive float mask for eager, a boolean mask (True = attend) otherwise."""
+    if kind == "flex_attention":
+        from torch.nn.attention.flex_attention import create_block_mask  # deferred: flex is optional
+
+        seg, valid = packed.segment, packed.valid
+
+        def mask_mod(b: Any, h: Any, q: Any, kv: Any) -> Any:
+            return (kv <= q) & ((seg[kv] == 0) | (seg[kv] == seg[q])) & valid[b, kv]
+
+        length = seg.numel()
+        return create_block_mask(mask_mod, packed.valid.size(0), None, length, length, device=seg.device)
+    mask = allowed(packed)
+    if kind == "eager":
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+            ~mask, torch.finfo(dtype).min
+        )
+    return mask
+
+
+def _model_dtype(model: Any) -> torch.dtype:
+    embeddings = _base(model).get_input_embeddings()
+    return embeddings.weight.dtype if embeddings is not None else torch.float32
+
+
+def packed_chunk(
+    model: Any,
+    prompt_ids: torch.Tensor,
+    prompt_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    completion_mask: torch.Tensor,
+    groups: torch.Tensor,
+    temperature: float,
+    return_entropy: bool,
+    fused_lm_head: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None, int]:
+    """Log-probs [B, C] (zero at padding), entropies and the number of groups, from one packed forward."""
+    packed = pack_rows(prompt_ids, prompt_mask, completion_ids, completion_mask, groups)
+    n_groups, k, c = packed.input_ids.size(0), packed.segments, completion_ids.size(1)
+    kwargs = {
+        "input_ids": packed.input_ids,
+        "position_ids": packed.position_ids,
+        "use_cache": False,
+        **attention_inputs(packed, implementation(model), _model_dtype(model)),
+    }
+    pad = completion_mask == 0
+    if fused_lm_head:
+        labels = completion_ids.masked_fill(pad, -100)
+        seg_labels = labels.new_full((n_groups * k, c + 1), -100)
+        seg_labels[packed.slot, :c] = labels
+        prefix = labels.new_full((n_groups, packed.input_ids.size(1) - k * (c + 1)), -100)
+        shift_labels = torch.cat([prefix, seg_labels.view(n_groups, -1)], dim=1)
+        out = model(**kwargs, shift_labels=shift_labels, fused_lm_head=True)
+
+        def rows(values: torch.Tensor) -> torch.Tensor:
+            return values[:, packed.score_columns].reshape(n_groups * k, c)[packed.slot]
+
+        logps = rows(out.log_probs)
+        entropy = rows(out.entropy) if return_entropy and out.entropy is not None else None
+        return logps, entropy, n_groups
+    logits = model(**kwargs, logits_to_keep=packed.score_columns).logits
+    logits = logits.reshape(n_groups * k, c, -1)[packed.slot]
+    logp_all = torch.log_softmax(logits / temperature, dim=-1)
+    logps = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1).masked_fill(pad, 0.0)
+    entropy = -(logp_all.exp() * logp_all).sum(-1).masked_fill(pad, 0.0) if return_entropy else None
+    return logps, entropy, n_groups
