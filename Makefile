@@ -1,5 +1,6 @@
 # tooltune: two commands to get going.
 #   make demo   create/reuse .venv, install the pinned requirements, run the offline quickstart
+#               (make demo ARGS="--seed 1 --threads 1": options of `tooltune quickstart`)
 #   make test   create/reuse .venv, install the pinned requirements, lint, run the tests
 # Installation is skipped (in about a second) when .venv already holds exactly the current pins:
 # a stamp file .venv/.installed-<hash of the requirement files and pyproject.toml> records it.
@@ -21,6 +22,8 @@ PYTEST_ARGS ?=
 # tests skip and say why.
 TOOLTUNE_DATA_DIR ?= $(wildcard $(abspath $(CURDIR)/..)/shared/data)
 DEMO_OUT ?= runs/quickstart
+# Options of `tooltune quickstart` for make demo, e.g. make demo ARGS="--seed 1 --threads 1".
+ARGS ?=
 BENCH ?= $(sort $(wildcard bench/*.py))
 
 # Everything that decides what gets installed; any change re-runs the installation.
@@ -33,6 +36,7 @@ STAMP := $(VENV)/.installed-$(REQ_HASH)
 
 help:
 	@echo "make demo    install pinned requirements into $(VENV) and run 'tooltune quickstart --out $(DEMO_OUT)'"
+	@echo "             (ARGS='--seed 1 --threads 1' passes quickstart options; DEMO_OUT=DIR another folder)"
 	@echo "make test    install pinned requirements into $(VENV), run ruff and pytest"
 	@echo "make lint    ruff check tooltune tests bench scripts"
 	@echo "make verl-check  check configs/verl/*.yaml and the verl reward path with verl 0.9.1 (own env)"
@@ -68,7 +72,7 @@ test: lint
 	TOOLTUNE_DATA_DIR="$(TOOLTUNE_DATA_DIR)" $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 demo: $(STAMP)
-	$(BIN)/tooltune quickstart --out $(DEMO_OUT)
+	$(BIN)/tooltune quickstart --out $(DEMO_OUT) $(ARGS)
 
 bench: $(STAMP)
 	@set -e; for f in $(BENCH); do echo "== $$f"; $(BIN)/python $$f; done

@@ -112,7 +112,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--budget-s",
         type=float,
         default=None,
-        help="training time per variant, held-out evaluations excluded (default 240; --grid 90; --mini 5)",
+        help="training time per variant on --clock, held-out evaluations excluded (default 240; --grid 90; "
+        "--mini 5)",
+    )
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="clock of --budget-s: cpu = the process's CPU time (equal compute whatever else runs on the "
+        "machine), wall = elapsed time",
     )
     ap.add_argument("--eval-every", type=int, default=10, help="held-out evaluation every N steps")
     ap.add_argument("--eval-samples", type=int, default=300, help="held-out samples per evaluation")
@@ -212,6 +220,7 @@ def train_variant(base: Any, run_dir: Path, knobs: dict[str, Any], args: argpars
         "run.save_steps": 10**9,  # no checkpoints: a variant is rerun, not resumed
         "grpo.max_steps": 10**6,  # the training-time budget ends training
         "grpo.max_seconds": args.budget_s,
+        "grpo.max_seconds_clock": getattr(args, "clock", "wall"),
         "data.max_train_samples": args.n_rl,
         "data.val": str(base.out / "data" / "heldout.jsonl"),
         "data.max_val_samples": args.n_eval,
@@ -256,6 +265,7 @@ def run_grid(args: argparse.Namespace, out: Path) -> int:
             "warm_start": str(folder),
             "warm_start_step": base.result("sft")["chosen_step"],
             "budget_s_per_variant": args.budget_s,
+            "clock": args.clock,
             "rl_prompts": args.n_rl,
             "eval_samples": args.n_eval,
             "eval_every": args.eval_every,
@@ -329,6 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         "task": "multi_step" if args.multi_step else "single_turn",
         "seed": args.seed,
         "budget_s_per_variant": args.budget_s,
+        "clock": args.clock,
         "rl_prompts": n_rl,
         "eval_samples": n_eval,
         "eval_every": args.eval_every,

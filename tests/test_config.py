@@ -257,7 +257,8 @@ def test_a_module_missing_inside_bfcl_eval_names_bfcl_evals_install_command() ->
     err = missing_dependency(caught.value)
     assert err is not None and err.__cause__ is caught.value
     assert "bfcl-eval cannot be imported: its dependency 'tree_sitter_nowhere' is not installed" in str(err)
-    assert "pip install -r requirements/bfcl.txt && pip install --no-deps -r requirements/bfcl-nodeps.txt" in str(err)
+    assert ("pip install -r requirements/bfcl.txt && pip install --no-deps -r requirements/bfcl-nodeps.txt"
+            in str(err))
     with pytest.raises(ModuleNotFoundError) as outside:
         import_a_checker_dependency()
     assert missing_dependency(outside.value) is None

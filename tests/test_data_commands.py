@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -316,3 +317,132 @@ def test_export_flags_are_the_prompt_controls(tmp_path: Path, synth: Path) -> No
     assert [r["extra_info"]["history"] for r in rows] == ["context"] * len(expected)
     assert [[m["content"] for m in r["prompt"]] for r in rows] == [
         [m["content"] for m in r["prompt"]] for r in expected]
+
+
+def test_prepare_refuses_to_replace_a_prepared_set_without_overwrite(tmp_path: Path, capsys) -> None:
+    raw, out = tmp_path / "xlam.jsonl", tmp_path / "prep"
+    assert run(f"data synth --n 40 --out {raw} --format xlam --seed 1") == 0
+    assert run(f"data prepare --source xlam --input {raw} --out {out} --no-progress") == 0
+    before = (out / "train.jsonl").read_bytes()
+    capsys.readouterr()
+    assert run(f"data prepare --source xlam --input {raw} --out {out} --seed 7 --no-progress") == 2
+    line = _one_line(capsys)
+    assert line == (f"tooltune data prepare: --out {out}: already holds a prepared set (train.jsonl, "
+                    "val.jsonl, rejected.jsonl, stats.json); pass --overwrite to replace it, or write to "
+                    "another folder")
+    assert (out / "train.jsonl").read_bytes() == before  # untouched
+    again = f"data prepare --source xlam --input {raw} --out {out} --seed 7 --no-progress"
+    assert run(f"{again} --overwrite") == 0
+    (tmp_path / "empty").mkdir()  # an existing folder without a prepared set is fine
+    assert run(f"data prepare --source xlam --input {raw} --out {tmp_path / 'empty'} --no-progress") == 0
+
+
+def test_verl_export_into_a_folder_writes_a_parquet_file_named_after_the_input(tmp_path: Path, synth: Path,
+                                                                              capsys) -> None:
+    import pyarrow.parquet as pq
+
+    assert run(f"data export --input {synth} --format verl --out {tmp_path / 'verl'}") == 0
+    written = tmp_path / "verl" / f"{synth.stem}.parquet"
+    assert pq.read_table(written).num_rows == len(synth.read_text().splitlines())
+    assert f"to {written}" in capsys.readouterr().out
+    assert run(f"data export --input {synth} --format verl --out {tmp_path / 'x.parquet'}") == 0
+    assert (tmp_path / "x.parquet").is_file()
+    assert run(f"data export --input {synth} --input {synth} --format verl --out {tmp_path / 'both'}") == 2
+    assert "with several --input files give the parquet file's name" in _one_line(capsys)
+
+
+MCP_NOTES = f"{sys.executable} -m tooltune.environments.mcp_notes"
+
+
+def test_tasks_mcp_checks_a_task_file_against_the_live_server(tmp_path: Path, capsys):
+    pytest.importorskip("mcp")
+    add = {"name": "add_note", "arguments": {"title": "groceries", "text": "milk"}}
+    lines = [
+        {"id": "ok", "prompt": "Save groceries: milk", "answer": [add],
+         "check": {"kind": "calls", "calls": [add]}},
+        {"id": "offers-unknown", "prompt": "x", "tools": ["add_note", "rm_note"],
+         "check": {"kind": "answer", "contains": ["x"]}},
+        {"id": "unknown-argument", "prompt": "x", "check": {"kind": "calls", "calls": [
+            {"name": "add_note", "arguments": {"title": "a", "body": "b"}}]}},
+        {"id": "ok", "prompt": "the same id again", "check": {"kind": "answer", "contains": ["x"]}},
+        {"id": "wrong-type", "prompt": "x", "reset": {"tool": "reset_notes"},
+         "setup": [{"name": "add_note", "arguments": {"title": "a", "text": 5}}],
+         "check": {"kind": "answer", "contains": ["x"]}},
+        {"id": "unknown-tool-in-check", "prompt": "x",
+         "check": {"kind": "result", "call": {"name": "count_notes", "arguments": {}}, "equals": 0}},
+        {"id": "answer-calls-what-is-not-offered", "prompt": "x", "tools": ["list_notes"], "answer": [add],
+         "check": {"kind": "answer", "contains": ["x"]}},
+        {"id": "ok-2", "prompt": "List my notes", "reset": {"tool": "reset_notes"},
+         "check": {"kind": "result", "call": {"name": "list_notes", "arguments": {}}, "equals": []}},
+    ]
+    path, out = tmp_path / "tasks.jsonl", tmp_path / "out" / "mcp.jsonl"
+    text = "\n".join(json.dumps(x) for x in lines[:3]) + "\n\nnot json\n" + "\n".join(
+        json.dumps(x) for x in lines[3:]) + "\n"
+    path.write_text(text)
+    status = run_cli(["data", "tasks", "mcp", "--server", MCP_NOTES, "--tasks", path, "--out", out])
+    printed = capsys.readouterr().out.splitlines()
+    assert status == 1
+    rejected = {int(line.split(":")[1]): line for line in printed if line.startswith(str(path))}
+    # line numbers count every line of the file, the blank one included
+    assert sorted(rejected) == [2, 3, 5, 6, 7, 8, 9]
+    assert "rm_note" in rejected[2] and "unknown argument(s) ['body']" in rejected[3]
+    assert "not valid JSON" in rejected[5] and "repeats" in rejected[6]
+    assert "setup[0]: add_note: argument text" in rejected[7] and "count_notes" in rejected[8]
+    assert "answer[0]" in rejected[9] and "2 task(s) accepted, 7 rejected" in printed[-2]
+    from tooltune.environments.mcp import read_task
+    from tooltune.schema import read_jsonl
+
+    tasks = read_jsonl(str(out))
+    assert [t.id for t in tasks] == ["ok", "ok-2"]
+    assert "reset_notes" in tasks[0].tool_names and "reset_notes" not in tasks[1].tool_names
+    add_spec = next(t for t in tasks[0].tools if t.name == "add_note")
+    assert add_spec.required == ["title", "text"]  # the server's own schema
+    assert read_task(tasks[1].meta["env"]).server.command[-1] == "tooltune.environments.mcp_notes"
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(lines[0]) + "\n")
+    assert run_cli(["data", "tasks", "mcp", "--server", MCP_NOTES, "--tasks", good]) == 0
+
+
+def test_tasks_mcp_user_errors(tmp_path: Path, capsys):
+    pytest.importorskip("mcp")
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("{}\n")
+    assert run_cli(["data", "tasks", "mcp", "--tasks", path]) == 2
+    assert "--server" in _one_line(capsys)
+    assert run_cli(["data", "tasks", "mcp", "--server", MCP_NOTES, "--tasks", tmp_path / "none.jsonl"]) == 2
+    assert "--tasks" in _one_line(capsys)
+    assert run_cli(["data", "tasks", "mcp", "--server", "/nonexistent/server", "--tasks", path]) == 2
+    assert "did not start" in _one_line(capsys)
+    assert run_cli(["data", "tasks", "mcp", "--server", "'unclosed", "--tasks", path]) == 2
+    assert "--server" in _one_line(capsys)
+    assert run("data tasks synthetic_chain --n 3") == 2
+    assert "--out" in _one_line(capsys)
+
+
+def test_the_documented_commands_make_the_training_presets_data(tmp_path: Path, monkeypatch) -> None:
+    """docs/data.md, "Training data for the presets": its commands, with the Hub ids replaced by local
+    files of the same formats (what the page says to do offline), make every data file the presets read."""
+    import re
+    import shlex
+
+    from tooltune.data.sources import toolace, xlam
+    from tooltune.training.config import load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    page = (repo / "docs" / "data.md").read_text()
+    block = re.search(r"## Training data for the presets\n.*?```bash\n(.*?)```", page, re.S).group(1)
+    commands = [c.split("#")[0].strip() for c in block.replace("\\\n", " ").splitlines()]
+    commands = [c for c in commands if c.startswith("tooltune ")]
+    hub = {f"hf:{xlam.HUB_ID}": tmp_path / "xlam.json", f"hf:{toolace.HUB_ID}": tmp_path / "toolace.json"}
+    assert all(any(h in c for c in commands) for h in hub), "the page names both Hub ids the adapters use"
+    assert run(f"data synth --n 300 --format xlam --seed 1 --out {hub[f'hf:{xlam.HUB_ID}']}") == 0
+    assert run(f"data synth --n 60 --format toolace --seed 1 --out {hub[f'hf:{toolace.HUB_ID}']}") == 0
+    monkeypatch.chdir(tmp_path)
+    for command in commands:
+        argv = [str(hub.get(a, a)) for a in shlex.split(command)[1:]]
+        assert run_cli([*argv, "--no-progress"] if argv[:2] == ["data", "prepare"] else argv) == 0, command
+    presets = ["tool_n1", "efficient_single_turn", "efficient_multi_turn", "efficient_multi_turn_vanilla",
+               "r2if"]
+    for name in presets:
+        cfg = load_config(repo / "configs" / f"{name}.yaml").check_data_files()
+        assert Path(cfg.data.train).read_text().count("\n") > 0, name

@@ -415,3 +415,18 @@ def test_toolace_text_around_a_call_is_a_formatting_inconsistency():
     raw = _toolace([("user", "a"), ("assistant", "Sure! [math.factorial(n=5)] is what I will call.")])
     (rej,) = toolace.convert(raw, {"line": 1})
     assert isinstance(rej, Rejection) and rej.reason == "formatting_inconsistent"
+
+
+def test_a_hub_dataset_on_an_offline_machine_fails_at_once_with_the_advice(monkeypatch):
+    import socket
+
+    from tooltune.data.sources import SourceUnavailable
+
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    with pytest.raises(SourceUnavailable, match=rf"cannot be reached.*127\.0\.0\.1:{port}.*--input"):
+        list(xlam.read("hf:Salesforce/xlam-function-calling-60k"))

@@ -50,10 +50,13 @@ def test_round_number_with_huge_decimal_places_is_refused(scoring, places):
 @pytest.mark.parametrize("scoring", SCORING)
 def test_round_number_within_the_limit_runs_as_bfcl_does(scoring):
     env = _env("MathAPI", scoring)
-    assert json.loads(env.step(ToolCall("round_number", {"number": 1234.5678, "decimal_places": 2})).content) \
-        == {"result": 1234.57}
-    assert json.loads(env.step(ToolCall("round_number", {"number": 5, "decimal_places": -MAX_DECIMAL_PLACES}))
-                      .content) == {"result": 0}
+
+    def rounded(number, places):
+        call = ToolCall("round_number", {"number": number, "decimal_places": places})
+        return json.loads(env.step(call).content)
+
+    assert rounded(1234.5678, 2) == {"result": 1234.57}
+    assert rounded(5, -MAX_DECIMAL_PLACES) == {"result": 0}
 
 
 @pytest.mark.parametrize("call, limited", [
@@ -107,9 +110,9 @@ def test_copies_that_double_the_tree_are_capped(scoring):
     for call in (ToolCall("mkdir", {"dir_name": "a"}), ToolCall("cd", {"folder": "a"}),
                  ToolCall("touch", {"file_name": "f"}), ToolCall("cd", {"folder": ".."})):
         env.step(call)
+    moves = [("a", "c"), ("b", "c"), ("c", "a")]
     round_ = [ToolCall("cp", {"source": "a", "destination": "b"}), ToolCall("mkdir", {"dir_name": "c"}),
-              ToolCall("mv", {"source": "a", "destination": "c"}), ToolCall("mv", {"source": "b", "destination": "c"}),
-              ToolCall("mv", {"source": "c", "destination": "a"})]
+              *(ToolCall("mv", {"source": a, "destination": b}) for a, b in moves)]
     refusals = [r.content for _ in range(40) for r in (env.step(c) for c in round_) if "entries" in r.content]
     assert refusals and f"more than {MAX_TREE_ENTRIES} entries" in refusals[0]
     assert tree_problem(env.instances["GorillaFileSystem"]) is None

@@ -35,8 +35,9 @@ NUMBERS = st.one_of(
     st.integers(min_value=-(10**30), max_value=10**30),
     st.floats(allow_nan=False, allow_infinity=False),
 )
-STRINGS = st.builds(lambda piece, n: (piece * n)[:19_000], st.sampled_from(["x", "../", "a/", "%s", "-", "9", "é"]),
-                    st.sampled_from([0, 1, 2, 100, 4_000, 19_000]))
+PIECES = st.sampled_from(["x", "../", "a/", "%s", "-", "9", "é"])
+LENGTHS = st.sampled_from([0, 1, 2, 100, 4_000, 19_000])
+STRINGS = st.builds(lambda piece, n: (piece * n)[:19_000], PIECES, LENGTHS)
 
 
 def _nested(leaf: object, depth: int) -> object:
@@ -48,7 +49,8 @@ def _nested(leaf: object, depth: int) -> object:
 NESTED = st.builds(_nested, NUMBERS | STRINGS, st.integers(min_value=1, max_value=MAX_ARGUMENT_DEPTH + 2))
 LISTS = st.builds(lambda v, n: [v] * n, NUMBERS | st.sampled_from(["x", "x" * 2000]),
                   st.sampled_from([0, 1, 10, 1000, 9000]))
-VALUES = NUMBERS | STRINGS | NESTED | LISTS | st.sampled_from([None, True, False, [], {}, {"k": "v" * 10_000}])
+ODD = st.sampled_from([None, True, False, [], {}, {"k": "v" * 10_000}])
+VALUES = NUMBERS | STRINGS | NESTED | LISTS | ODD
 
 
 def _check_any_call(env: Environment, name: str, params: list[str], data: st.DataObject) -> None:
@@ -228,7 +230,8 @@ def bfcl_env(request):
     if not BFCL_DOCS:
         pytest.skip("bfcl-eval is not installed (requirements/bfcl*.txt)")
     tools = [tool_spec_from_source(d) for _, d in BFCL_DOCS]
-    spec = {"name": "bfcl", "involved_classes": sorted(bfcl.CLASSES), "initial_config": {}, "ground_truth": []}
+    spec = {"name": "bfcl", "involved_classes": sorted(bfcl.CLASSES), "initial_config": {},
+            "ground_truth": []}
     env = bfcl.BfclEnvironment(scoring=request.param)
     env.reset(Sample("all", "test", "multi_step", [{"role": "user", "content": "x"}], tools, [],
                      meta={"env": spec}))

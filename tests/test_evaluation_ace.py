@@ -170,3 +170,21 @@ def test_eval_ace_command_runs_end_to_end_and_refuses_another_run(tmp_path, foun
     assert len((out / ACE_FILE).read_text().splitlines()) == 2
     assert main([*argv[:-2], "--template", "tool_n1", "--out", str(out), "--resume"]) == 2
     assert "template" in capsys.readouterr().err
+
+
+def test_eval_ace_with_predictions_measures_only_the_predicted_entries(tmp_path, found, picked,
+                                                                      tiny_model_dir) -> None:
+    from tooltune.cli import main
+
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(
+        json.dumps({"id": i.id, "result": render_answer(i.gold, "r2if", reasoning="Step1: GOOD")}) + "\n"
+        for i in list(picked.values())[:2]))
+    out = tmp_path / "ace"
+    assert main(["eval", "ace", "--benchmark", "bfcl", "--predictions", str(preds), "--template", "r2if",
+                 "--categories", CATEGORIES, "--student-model", str(tiny_model_dir), "--k", "1",
+                 "--student-max-new-tokens", "4", "--out", str(out)]) == 0
+    assert len((out / ACE_FILE).read_text().splitlines()) == 2  # no student run on the other entries
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["no_prediction"] == {"0": len(found.items) - 2}
+    assert summary["per_seed"]["0"]["n"] == 2

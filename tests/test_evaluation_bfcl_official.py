@@ -315,6 +315,36 @@ def test_no_unsafe_string_reaches_bfcls_executor(entries, tmp_path: Path, monkey
     assert REFUSED_CALL in seen and "cd(folder='a')" in seen
 
 
+@pytest.mark.parametrize("template", ["bfcl", "tool_n1"])
+@pytest.mark.parametrize("scoring", ["official", "corrected"])
+def test_a_call_bfcl_would_compute_for_minutes_never_reaches_it(entries, template, scoring):
+    e = next(x for x in entries.values() if "MathAPI" in x.entry["involved_classes"])
+    slow = render_answer([ToolCall("round_number", {"number": 5, "decimal_places": -(10**8)})], template)
+    none = render_answer([], template)
+    result = [[slow, none]] + [[none]] * (len(e.ground_truth) - 1)
+    decoded = decode_result(e, result, template, scoring=scoring)
+    calls = [c for turn in decoded.turns for step in turn for c in step]
+    assert not any("round_number" in c for c in calls)
+    assert (REFUSED_CALL in calls) == (scoring == "official")
+    assert not score_multi_turn(e, result, template, scoring=scoring).valid
+
+
+def test_a_checker_past_its_budget_fails_the_entry(entries, monkeypatch):
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as checker
+
+    from tooltune.evaluation import bfcl_official
+
+    def spin(*args, **kwargs):
+        while True:
+            sum(range(100))
+
+    monkeypatch.setattr(checker, "multi_turn_checker", spin)
+    monkeypatch.setattr(bfcl_official, "STEP_SECONDS", 0.02)
+    e = entries["multi_turn_base_0"]
+    verdict = bfcl_official.check_decoded(e, [[] for _ in e.ground_truth])
+    assert not verdict.valid and verdict.error.startswith("checker_timeout:")
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=120) | st.sampled_from(["[cd(folder='x')]", "[ls(a=true)]", "cd(", "[1+"]),
        template=st.sampled_from(["bfcl", "tool_n1", "hermes"]),

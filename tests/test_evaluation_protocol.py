@@ -156,7 +156,8 @@ def test_compare_flags_non_comparable_runs(tmp_path, shared_data_dir, capsys) ->
         compare_runs(a, tmp_path)
     md = write_report([a, c], tmp_path / "rep" / "r.md")
     text = md.read_text()
-    assert "| level-1 | 100.0 | 399 |" in text and (tmp_path / "rep" / "r_1_apibank.png").stat().st_size > 0
+    assert "| level-1 | 100.0 | 399 |" in text and "(one category: no chart)" in text
+    assert not list((tmp_path / "rep").glob("*.png"))  # one category each: a table, no one-bar chart
 
 
 def test_cli_rejects_ambiguous_sources(tmp_path, shared_data_dir, capsys) -> None:

@@ -186,7 +186,7 @@ def test_resume_refuses_another_run_naming_each_difference(tmp_path, shared_data
     assert main(["eval", "bfcl", "--predictions", str(preds), "--categories", "simple_python", "--out",
                  str(out), "--resume", "--no-report"]) == 2
     err = _one_line_error(capsys, "bfcl")
-    assert 'benchmark: "apibank" vs "bfcl"' in err and 'categories: ["level-1"] vs ["simple_python"]' in err
+    assert 'benchmark: "apibank" vs "bfcl"' in err  # the folder is refused before bfcl's entries are read
     preds.write_text("".join(preds.read_text().splitlines(keepends=True)[:-1]))  # same file, other content
     assert _apibank(out, preds, shared_data_dir, "--resume") == 2
     err = _one_line_error(capsys, "apibank")
@@ -268,6 +268,85 @@ def test_a_killed_run_resumes_without_gluing_onto_torn_lines(tmp_path, shared_da
     assert {v["id"]: v["valid"] for v in again} == {v["id"]: v["valid"] for v in map(json.loads, verdicts)}
     level1 = json.loads((out / "summary.json").read_text())["per_seed"]["0"]["categories"]["level-1"]
     assert level1["total"] == 399 and level1["accuracy"] == 1.0
+
+
+def test_a_completion_whose_verdict_a_kill_lost_is_written_once_on_resume(tmp_path, shared_data_dir,
+                                                                          gold_predictions) -> None:
+    """The completion is written before its verdict: a kill between the two leaves a completion that
+    the resumed run generates again; the file keeps one line per entry (a predictions file)."""
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    verdicts = (out / "verdicts.jsonl").read_text().splitlines(keepends=True)
+    (out / "verdicts.jsonl").write_text("".join(verdicts[:250]))  # completions 251..399 kept, verdicts lost
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 0
+    ids = [json.loads(x)["id"] for x in (out / "completions_seed0.jsonl").read_text().splitlines()]
+    assert len(ids) == len(set(ids)) == 399
+    assert len(_lines(out / "verdicts.jsonl")) == 399
+
+
+def test_a_hostile_predictions_line_fails_only_its_entry_naming_the_line(tmp_path, shared_data_dir,
+                                                                         gold_predictions) -> None:
+    lines = gold_predictions.read_text().splitlines()
+    ids = [json.loads(x)["id"] for x in lines]
+    lines[4] = '{"id": ' + json.dumps(ids[4]) + ', "result": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    lines[5] = '{"id": ' + json.dumps(ids[5]) + ', "result": ' + "9" * 5000 + "}"
+    lines += [json.dumps({"id": unknown, "result": "x"}) for unknown in ("no_such_entry", "nor_this")]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert _apibank(out, preds, shared_data_dir) == 0
+    verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
+    assert verdicts[ids[4]]["error"].startswith(f"unreadable_prediction: {preds}:5: nested too deeply")
+    assert verdicts[ids[5]]["error"].startswith(f"unreadable_prediction: {preds}:6: not valid JSON")
+    assert len(verdicts) == len(ids) and sum(v["valid"] for v in verdicts.values()) == len(ids) - 2
+    report = json.loads((out / "summary.json").read_text())["predictions"]["0"]
+    assert report["unknown_ids"] == 2 and set(report["unknown_examples"]) == {"no_such_entry", "nor_this"}
+    assert report["unreadable"] == 2 and report["missing"] == 0 and report["ids"] == len(ids) + 2
+
+
+def test_duplicated_prediction_ids_are_refused_unless_told_which_wins(tmp_path, shared_data_dir,
+                                                                      gold_predictions, capsys) -> None:
+    lines = gold_predictions.read_text().splitlines()
+    first = json.loads(lines[0])["id"]
+    lines.append(json.dumps({"id": first, "result": "no call here"}))
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "new" / "run"
+    capsys.readouterr()
+    assert _apibank(out, preds, shared_data_dir) == 2
+    err = _one_line_error(capsys, "apibank")
+    assert f"id {first!r} on lines 1, {len(lines)}" in err and "--prediction-duplicates" in err
+    assert not (tmp_path / "new").exists()  # the failed run removed the folders it created
+    assert _apibank(out, preds, shared_data_dir, "--prediction-duplicates", "last") == 0
+    verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
+    assert not verdicts[first]["valid"] and sum(v["valid"] for v in verdicts.values()) == len(verdicts) - 1
+    assert json.loads((out / "summary.json").read_text())["predictions"]["0"]["duplicated_ids"] == 1
+
+
+def test_another_benchmarks_folder_is_refused_before_its_data_folder(tmp_path, shared_data_dir,
+                                                                     gold_predictions, capsys,
+                                                                     monkeypatch) -> None:
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir) == 0
+    before = _files(out)
+    capsys.readouterr()
+    monkeypatch.delenv("TOOLTUNE_DATA_DIR", raising=False)  # acebench would also lack its data folder
+    assert main(["eval", "acebench", "--scripted", "--out", str(out), "--no-report"]) == 2
+    err = _one_line_error(capsys, "acebench")
+    assert 'benchmark: "apibank" vs "acebench"' in err and "TOOLTUNE_DATA_DIR" not in err
+    assert _files(out) == before
+
+
+def test_a_failed_evaluation_removes_only_the_folder_it_created(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("TOOLTUNE_DATA_DIR", raising=False)  # the run fails: no data folder
+    new = tmp_path / "new" / "deeper" / "run"
+    assert main(["eval", "apibank", "--scripted", "--out", str(new)]) == 2
+    assert "--data-dir" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    assert main(["eval", "apibank", "--scripted", "--out", str(existing)]) == 2
+    assert existing.is_dir()
 
 
 def test_resume_counts_each_entry_once(tmp_path, shared_data_dir, gold_predictions) -> None:

@@ -141,7 +141,11 @@ def test_replay_backend_single_and_multi_turn(tmp_path) -> None:
 def test_replay_backend_names_the_bad_line(tmp_path) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text('{"id": "a", "result": "x"}\n{"id": "b"}\n')
-    with pytest.raises(ValueError, match=r"p.jsonl:2: expected an object with 'id' and 'result'"):
+    backend = ReplayBackend(path)  # the readable lines replay; the bad one counts against its id
+    assert backend.has("a") and not backend.has("b")
+    assert backend.unreadable == {"b": f"{path}:2: expected an object with 'id' and 'result'"}
+    path.write_text('{"id": "b"}\n')
+    with pytest.raises(ValueError, match=r"p.jsonl:1: expected an object with 'id' and 'result'"):
         ReplayBackend(path)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import unicodedata
@@ -230,6 +231,8 @@ def test_sizes_and_options(tmp_path: Path) -> None:
 def test_load_model_and_tokenizer_options_and_errors(tiny_model_dir: Path, tmp_path: Path) -> None:
     m, tok = load_model_and_tokenizer(tiny_model_dir, dtype="bfloat16", device="cpu", padding_side="left")
     assert m.dtype == torch.bfloat16 and tok.padding_side == "left"
+    eager, _ = load_model_and_tokenizer(tiny_model_dir, attn_implementation="eager")
+    assert eager.config._attn_implementation == "eager"
     with pytest.raises(ModelLoadError, match="not a directory"):
         load_model_and_tokenizer(tmp_path / "nowhere")
     with pytest.raises(ModelLoadError, match="no config.json"):
@@ -239,3 +242,50 @@ def test_load_model_and_tokenizer_options_and_errors(tiny_model_dir: Path, tmp_p
         load_model_and_tokenizer("tooltune-test/not-a-cached-model")
     with pytest.raises(ValueError, match="dtype"):
         load_model_and_tokenizer(tiny_model_dir, dtype="float8")
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (connections to it are refused at once)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hub_unreachable_says_why(monkeypatch) -> None:
+    import socket
+
+    from tooltune.models.loading import hub_unreachable
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert "HF_HUB_OFFLINE" in hub_unreachable()
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    port = _closed_port()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    assert f"127.0.0.1:{port} cannot be reached" in hub_unreachable()
+    with socket.socket() as server:  # something answers: the hub may be used
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.getsockname()[1]}")
+        assert hub_unreachable() is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")  # behind a proxy nothing is probed
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    assert hub_unreachable() is None
+
+
+def test_a_hub_id_on_an_offline_machine_fails_at_once_with_the_advice(tmp_path: Path,
+                                                                      repo_root: Path) -> None:
+    """Without the offline switches and with no hub answering, only the (empty) cache is consulted: the
+    advice comes without the hub client's retries (about 50 s)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{_closed_port()}", HF_HOME=str(tmp_path / "hf"))
+    code = ("from tooltune.models.loading import ModelLoadError, load_model_and_tokenizer\n"
+            "try:\n    load_model_and_tokenizer('tooltune-test/not-a-cached-model')\n"
+            "except ModelLoadError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=repo_root, capture_output=True,
+                          text=True, timeout=300, check=True)
+    assert "the Hugging Face Hub cannot be used here (127.0.0.1:" in done.stdout
+    assert "cannot be reached" in done.stdout
+    assert "hf download tooltune-test/not-a-cached-model" in done.stdout

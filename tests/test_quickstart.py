@@ -197,8 +197,17 @@ def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config
     sft = json.loads((tmp_path / "stages" / "sft.json").read_text())
     assert [p["step"] for p in sft["curve"]] == [3, 6] and sft["chosen_step"] in (3, 6)
     assert (tmp_path / "report.md").read_text().startswith("# tooltune quickstart report")
+    assert report["plots"] == ["reward.png", "accuracy.png", "zero_variance.png", "time_split.png"]
     for png in report["plots"]:
         assert (tmp_path / png).stat().st_size > 0
+    # one definition of the training reward: the report, the stage's headline and `tooltune report`
+    from tooltune.training.report import summarize as run_summary
+
+    again = run_summary(tmp_path / "grpo")
+    assert (report["grpo"]["reward_first"], report["grpo"]["reward_last"]) == (again["reward_first"],
+                                                                                again["reward_last"])
+    assert f"(mean of the first / last {again['reward_window']} steps)" in " ".join(said)
+    assert [p.get("n") for p in grpo["curve"]] == [cfg.task.n_val] * 3  # each point's sample count
     # DIR/train.yaml: `tooltune train` runs SFT to the chosen warm start, then GRPO, from the base model
     train = load_train_config(tmp_path / "train.yaml")
     assert train.sft.enabled and train.grpo.enabled and train.sft.max_steps == sft["chosen_step"]
@@ -265,3 +274,76 @@ def test_one_process_writes_a_quickstart_folder(tmp_path) -> None:
 
     with lock_holder(tmp_path / "q"), pytest.raises(RunFolderBusy, match="in use by another run"):
         Pipeline(tmp_path / "q", load_config(MINI, {"threads": 1}))
+
+
+def test_the_accuracy_figure_shows_validation_with_standard_errors_on_labelled_full_axes() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tooltune.quickstart.report import accuracy_figure
+
+    cfg = load_config(DEFAULT_CONFIG).to_dict()  # SFT checks 100 validation samples, GRPO's curve 200
+    results = {
+        "data": {"sizes": {"val": 200}},
+        "sft": {"chosen_step": 600, "curve": [{"step": 500, "val_accuracy": 0.3},
+                                              {"step": 600, "val_accuracy": 0.46}]},
+        "grpo": {"curve": [{"step": 0, "accuracy": 0.445}, {"step": 20, "accuracy": 0.535}]},
+    }
+    fig = accuracy_figure(plt, cfg, results)
+    try:
+        sft_ax, grpo_ax = fig.axes
+        assert "Validation" in fig._suptitle.get_text() and "standard error" in fig._suptitle.get_text()
+        assert sft_ax.get_ylabel() == "greedy exact match (%)"
+        assert (sft_ax.get_xlabel(), grpo_ax.get_xlabel()) == ("SFT step", "GRPO step (from the warm start)")
+        for ax, n, acc in ((sft_ax, 100, (0.3, 0.46)), (grpo_ax, 200, (0.445, 0.535))):
+            bottom, top = ax.get_ylim()
+            assert bottom < 0 and top > 100
+            (bars,) = ax.containers
+            half = [(seg[1][1] - seg[0][1]) / 2 for seg in bars.lines[2][0].get_segments()]
+            assert half == pytest.approx([100 * math.sqrt(a * (1 - a) / n) for a in acc])
+            assert f"({n} samples), ± 1 standard error" in bars.get_label()
+        assert sft_ax.get_xlim()[0] == 0  # SFT from its first step, the warm start marked
+        assert any(line.get_label() == "warm start (step 600)" for line in sft_ax.get_lines())
+    finally:
+        plt.close(fig)
+
+
+def test_a_busy_machine_is_named_at_start_with_what_to_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tooltune.cli import main
+    from tooltune.quickstart import commands
+
+    note = commands.busy_machine_note(2, resuming=False, load=2.7, cores=2)
+    assert note == ('the machine is busy (load 2.7 on 2 cores, about 0 free): 2 torch threads will run '
+                    'several times slower than the measured times; pass --threads 1 '
+                    '(make demo ARGS="--threads 1")')
+    assert commands.busy_machine_note(2, resuming=False, load=0.2, cores=2) is None  # quiet
+    assert commands.busy_machine_note(2, resuming=False, load=1.2, cores=4) is None  # enough free cores
+    # one thread already, or a run resuming with the threads it started with: only the warning
+    for threads, resuming in ((1, False), (2, True)):
+        said = commands.busy_machine_note(threads, resuming=resuming, load=3.0, cores=2)
+        assert said is not None and said.endswith("expect it to run slower than the measured times")
+    monkeypatch.setattr(commands.os, "getloadavg", lambda: (3.0, 3.0, 3.0))
+    monkeypatch.setattr(commands, "available_cores", lambda: 2)
+    assert main(["quickstart", "--config", str(MINI), "--out", str(tmp_path / "q"), "--threads", "2",
+                 "--stop-after", "data"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == ("tooltune quickstart: the machine is busy (load 3.0 on 2 cores, about 0 free): 2 torch "
+                      'threads will run several times slower than the measured times; pass --threads 1 '
+                      '(make demo ARGS="--threads 1")')
+
+
+def test_make_demo_passes_its_args_to_the_quickstart() -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "demo", "ARGS=--seed 1 --threads 1", "DEMO_OUT=runs/qs1"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60, check=True)
+    # (-n also lists the installation when the requirement files changed since the last one)
+    assert [line for line in dry.stdout.splitlines() if "tooltune quickstart" in line][-1].endswith(
+        "tooltune quickstart --out runs/qs1 --seed 1 --threads 1")

@@ -20,8 +20,11 @@ from tooltune.rundir import (
     RunLock,
     RunMismatch,
     check_identity,
+    check_inputs,
+    content_digest,
     drop_torn_tail,
     read_identity,
+    removed_on_failure,
     write_identity,
 )
 
@@ -152,3 +155,83 @@ def test_drop_torn_tail_finds_the_line_start_in_a_long_line(tmp_path) -> None:
     first = json.dumps({"id": "a", "result": "x" * 200_000}) + "\n"
     path.write_text(first + json.dumps({"id": "b", "result": "y" * 150_000})[:-3])
     assert drop_torn_tail(path) and path.read_text() == first
+
+
+# --- inputs by content, the quick first check, what a failed command created -----------------------
+
+
+def test_content_digest_of_files_and_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooltune import rundir
+
+    a = tmp_path / "a.jsonl"
+    a.write_text("one\n")
+    first = content_digest(a)
+    assert first.startswith("sha256:") and content_digest(a) == first
+    a.write_text("two\n")
+    assert content_digest(a) != first
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / ".cache").mkdir()
+    (model / ".cache" / "x").write_text("ignored")
+    folder = content_digest(model)
+    (model / ".cache" / "x").write_text("still ignored")
+    assert content_digest(model) == folder
+    (model / "sub").mkdir()
+    (model / "sub" / "w.bin").write_bytes(b"\0" * 10)
+    assert content_digest(model) != folder
+    monkeypatch.setattr(rundir.identity, "FULL_DIGEST_BYTES", 4)  # larger files: digested from pieces
+    big = tmp_path / "big.bin"
+    big.write_bytes(bytes(range(256)) * 4000)
+    sampled = content_digest(big)
+    assert sampled.startswith("sampled-sha256:")
+    big.write_bytes(bytes(range(256)) * 3999 + bytes(256))  # the last piece changed
+    assert content_digest(big) != sampled
+
+
+def test_check_inputs_names_each_changed_input_and_its_file(tmp_path: Path) -> None:
+    write_identity(tmp_path, {"command": "x", "inputs": {"data.train": "sha256:aaa", "model": "hub:m"}})
+    # a run that stopped before writing results (a data error) protects nothing: another input may start
+    check_inputs(tmp_path, {"data.train": ("/d/train.jsonl", "sha256:bbb")})
+    (tmp_path / "metrics.jsonl").write_text("{}\n")
+    check_inputs(tmp_path, {"data.train": ("/d/train.jsonl", "sha256:aaa"), "data.val": ("/d/v", "sha256:v")})
+    with pytest.raises(RunMismatch, match=r"data\.train \(/d/train\.jsonl\): sha256:aaa\.\.\. when the run"):
+        check_inputs(tmp_path, {"data.train": ("/d/train.jsonl", "sha256:bbb"), "model": ("m", "hub:m")})
+    check_inputs(tmp_path / "nothing", {"data.train": ("f", "sha256:ccc")})  # no run yet: nothing to check
+
+
+def test_a_subset_check_compares_only_the_given_fields(tmp_path: Path) -> None:
+    write_identity(tmp_path, {"command": "eval", "benchmark": "bfcl", "seeds": [0]})
+    (tmp_path / "verdicts.jsonl").write_text("{}\n")
+    assert check_identity(tmp_path, {"command": "eval", "benchmark": "bfcl"}, resume=True, subset=True)
+    with pytest.raises(RunMismatch, match='benchmark: "bfcl" vs "apibank"'):
+        check_identity(tmp_path, {"command": "eval", "benchmark": "apibank"}, resume=True, subset=True)
+    with pytest.raises(RunMismatch, match="seeds"):
+        check_identity(tmp_path, {"command": "eval", "benchmark": "bfcl", "seeds": [1]}, resume=True)
+
+
+def test_removed_on_failure_removes_only_what_the_failed_block_created(tmp_path: Path) -> None:
+    new = tmp_path / "a" / "b" / "run"
+    with pytest.raises(ValueError), removed_on_failure(new):
+        new.mkdir(parents=True)
+        write_identity(new, {"command": "x"})
+        with RunLock(new):
+            (new / "manifest.json").write_text("{}")
+        raise ValueError("the run failed")
+    assert not (tmp_path / "a").exists()
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(ValueError), removed_on_failure(existing):
+        (existing / "partial.txt").write_text("")
+        raise ValueError("failed")
+    assert existing.is_dir() and (existing / "partial.txt").exists()  # never what was there before
+    kept = tmp_path / "kept"
+    with pytest.raises(KeyError), removed_on_failure(kept):
+        kept.mkdir()
+        (kept / "verdicts.jsonl").write_text('{"id": "x"}\n')
+        raise KeyError("failed after results were written")
+    assert (kept / "verdicts.jsonl").exists()  # a resume can continue them
+    fine = tmp_path / "fine"
+    with removed_on_failure(fine):
+        fine.mkdir()
+    assert fine.is_dir()

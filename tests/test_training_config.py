@@ -335,3 +335,45 @@ def test_cli_hands_train_the_resolved_system_prompt(
     assert main(args) == 0
     assert seen[0].data.system_prompt == TEMPLATES["bfcl_strong"].system
     assert (tmp_path / "runs" / "new").is_dir()  # prepared before any work
+
+
+@pytest.mark.parametrize("name", ["quickstart.yaml", "quickstart_mini.yaml"])
+def test_a_quickstart_config_is_refused_naming_the_command_that_takes_it(
+    name: str, capsys: pytest.CaptureFixture
+) -> None:
+    path = REPO / "configs" / name
+    line = _train_line(["--config", str(path)], capsys)
+    assert line.startswith(f"tooltune train: config: {path} is a quickstart config (keys ")
+    assert f"run it with `tooltune quickstart --config {path}`" in line and "unknown key" not in line
+
+
+def test_relative_paths_in_a_config_are_read_from_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    preset = REPO / "configs" / "efficient_single_turn.yaml"
+    monkeypatch.chdir(tmp_path)
+    line = _train_line(["--config", str(preset), "--run.output_dir", str(tmp_path / "run")], capsys)
+    assert line == (f"tooltune train: data.train: file not found: data/single_turn/train.jsonl (looked for "
+                    f"in the working folder {tmp_path}: relative paths in a config are read from where "
+                    "tooltune runs, not from the config file's folder; docs/data.md, 'Training data for the "
+                    "presets', says how to make the presets' files)")
+    (tmp_path / "data" / "single_turn").mkdir(parents=True)
+    for split in ("train", "val"):
+        _data(tmp_path).rename(tmp_path / "data" / "single_turn" / f"{split}.jsonl")
+    cfg = load_config(preset).check_data_files()  # found beside the working folder, not beside the preset
+    assert Path(cfg.data.train).resolve() == tmp_path / "data" / "single_turn" / "train.jsonl"
+
+
+def test_the_python_api_example_of_the_training_docs_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ast
+    import re
+
+    text = (REPO / "docs" / "training.md").read_text()
+    block = re.search(r"## Python API\n\n```python\n(.*?)```", text, re.S).group(1)
+    (call,) = [n for n in ast.walk(ast.parse(block))
+               if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "load_config"]
+    args = [ast.literal_eval(a) for a in call.args]
+    assert "from tooltune.training.config import load_config" in block
+    monkeypatch.chdir(REPO)  # the docs' paths are relative to the repository root
+    cfg = load_config(*args)
+    assert cfg.grpo.max_steps == 40 and cfg.run.output_dir == "runs/x"

@@ -257,8 +257,9 @@ def test_through_distributed_data_parallel(tiny_model_dir: Path, tmp_path: Path,
         {},  # one micro-batch per step
         {"grpo.per_device_batch_size": 4},  # gradient accumulation over two micro-batches
         {"downsample.enabled": True, "downsample.m": 2},  # down-sampled groups still share their prompt
+        {"grpo.shared_prefix_path": "packed", "grpo.per_device_batch_size": 4},  # the packed path forced
     ],
-    ids=["one_micro_batch", "accumulation", "downsampling"],
+    ids=["one_micro_batch", "accumulation", "downsampling", "packed_path"],
 )
 def test_trainer_step_with_shared_prefix_equals_the_ordinary_step(
     tiny_model_dir: Path, tmp_path: Path, setting: dict
@@ -338,6 +339,7 @@ def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
 
     trainer = ToolTuneGRPOTrainer.__new__(ToolTuneGRPOTrainer)  # _tt_shares needs only these attributes
     trainer.tt_shared_prefix, trainer._tt_prefix_warned = True, set()
+    trainer._tt_kv_problem = trainer._tt_packed_problem = None
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
 
     class Accelerator:
@@ -346,11 +348,11 @@ def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
             return m
 
     trainer.accelerator = Accelerator()
-    assert trainer._tt_shares(model, False, {"token_type_ids": None}) is True
+    assert trainer._tt_shares(model, False, {"token_type_ids": None}) == "kv_cache"
     with caplog.at_level(logging.WARNING, logger="tooltune.training.shared_prefix_hooks"):
         for _ in range(3):
-            assert trainer._tt_shares(model, False, {"token_type_ids": torch.zeros(2, 3)}) is False
-            assert trainer._tt_shares(model, True, {}) is False
+            assert trainer._tt_shares(model, False, {"token_type_ids": torch.zeros(2, 3)}) is None
+            assert trainer._tt_shares(model, True, {}) is None
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 2, messages
     assert "extra model inputs (token_type_ids)" in messages[0] and "auxiliary loss" in messages[1]

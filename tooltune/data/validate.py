@@ -15,9 +15,14 @@ from dataclasses import dataclass, field
 from tooltune.matching import exact_match
 from tooltune.parsing import Grammar
 from tooltune.prompts import TEMPLATES, PromptTemplate, get_template, grammar_for, render_target
-from tooltune.schema import Sample, read_jsonl
+from tooltune.schema import Sample, iter_jsonl
 
 SPLIT_FILES = ("train.jsonl", "val.jsonl")
+
+
+KEPT_FAILURES = 1000
+"""Failures a report keeps in full (the first ones); beyond them it only counts, so that checking a
+large file stays within the memory of one sample whatever fails."""
 
 
 @dataclass
@@ -26,10 +31,17 @@ class ValidationReport:
     total: int = 0
     passed: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
+    """The first `keep` failures: id, file, score and the rendered completion (first 500 characters)."""
+    keep: int = KEPT_FAILURES
 
     @property
     def ok(self) -> bool:
         return self.total == self.passed
+
+    @property
+    def failed(self) -> int:
+        """All failing samples, kept or only counted."""
+        return self.total - self.passed
 
 
 def check_samples(
@@ -51,7 +63,7 @@ def check_samples(
         score = exact_match(text, s.answer, grammar)
         if score == 1.0:
             report.passed += 1
-        else:
+        elif len(report.failures) < report.keep:
             report.failures.append({"id": s.id, "file": where, "score": str(score), "completion": text[:500]})
     return report
 
@@ -59,8 +71,9 @@ def check_samples(
 def validate_path(path: str, template: str = "tool_n1") -> ValidationReport:
     """`path` is a prepared folder (train.jsonl and val.jsonl) or one canonical JSONL file.
 
-    A line that cannot be read (not UTF-8 or not JSON, too deep, NaN, not a sample) stops the check with
-    a SchemaError naming `file:line` and the cause (`tooltune.schema.read_jsonl`)."""
+    The files are streamed (`tooltune.schema.iter_jsonl`): memory stays that of one sample plus the kept
+    failures, whatever the file's size. A line that cannot be read (not UTF-8 or not JSON, too deep,
+    NaN, not a sample) stops the check with a SchemaError naming `file:line` and the cause."""
     files = (
         [os.path.join(path, f) for f in SPLIT_FILES if os.path.isfile(os.path.join(path, f))]
         if os.path.isdir(path)
@@ -70,5 +83,5 @@ def validate_path(path: str, template: str = "tool_n1") -> ValidationReport:
         raise FileNotFoundError(f"{path}: no train.jsonl or val.jsonl to validate")
     report = ValidationReport(template)
     for f in files:
-        check_samples(read_jsonl(f), template, report, where=f)
+        check_samples(iter_jsonl(f), template, report, where=f)
     return report

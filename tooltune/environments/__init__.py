@@ -4,7 +4,7 @@
 task asks for. The contract and how to add one: `tooltune.environments.base` and docs/environments.md.
 """
 
-from tooltune.environments import acebench, bfcl, synthetic  # noqa: F401  (they register themselves)
+from tooltune.environments import acebench, bfcl, mcp, synthetic  # noqa: F401  (they register themselves)
 from tooltune.environments.base import (
     ENVIRONMENTS,
     Environment,

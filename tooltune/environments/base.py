@@ -183,12 +183,17 @@ def check_arguments(call: ToolCall, spec: ToolSpec) -> str | None:
     kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
              "array": list, "object": dict}
     for k, v in call.arguments.items():
-        schema = props.get(k) or {}
-        want = kinds.get(schema.get("type"))
-        bad_bool = isinstance(v, bool) and schema.get("type") in ("integer", "number")
-        if want is not None and (not isinstance(v, want) or bad_bool):
-            return f"{call.name}: argument {k!r} must be {schema.get('type')}, got {type(v).__name__}"
-        if "enum" in schema and v not in schema["enum"]:
+        schema = props.get(k) if isinstance(props.get(k), dict) else {}
+        declared = schema.get("type")
+        types = [t for t in (declared if isinstance(declared, list) else [declared]) if isinstance(t, str)]
+        if v is None and "null" in types:
+            continue
+        wants = [kinds[t] for t in types if t in kinds]
+        fits = [w for w in wants if isinstance(v, w)
+                and not (isinstance(v, bool) and w in (int, (int, float)))]  # True is an int in Python
+        if wants and not fits:
+            return f"{call.name}: argument {k!r} must be {declared}, got {type(v).__name__}"
+        if isinstance(schema.get("enum"), list) and v not in schema["enum"]:
             return f"{call.name}: argument {k!r} must be one of {schema['enum']}, got {v!r:.80}"
     return None
 

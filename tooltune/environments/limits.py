@@ -45,7 +45,7 @@ class _State(threading.local):
         self.active = False  # a budget's alarm is armed on this thread
         self.shield = 0  # depth of shielded() blocks
         self.pending = False  # the alarm came due inside a shielded block
-        self.message = ""
+        self.what, self.seconds = "", 0.0
 
 
 _STATE = _State()
@@ -59,7 +59,7 @@ def _on_alarm(signum: int, frame: object) -> None:
         state.pending = True
         return
     state.active = False  # one StepTimeout per budget
-    raise StepTimeout(state.message)
+    raise StepTimeout(timeout_message(state.what, state.seconds))
 
 
 def _can_arm() -> bool:
@@ -81,13 +81,12 @@ def step_budget(seconds: float, what: str = "step") -> Iterator[None]:
     if seconds <= 0:
         yield
         return
-    message = timeout_message(what, seconds)
     start = time.monotonic()
     armed = _can_arm()
     previous = None
     if armed:
         previous = signal.signal(signal.SIGALRM, _on_alarm)
-        _STATE.active, _STATE.pending, _STATE.message = True, False, message
+        _STATE.active, _STATE.pending, _STATE.what, _STATE.seconds = True, False, what, seconds
         signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
@@ -100,7 +99,7 @@ def step_budget(seconds: float, what: str = "step") -> Iterator[None]:
                 signal.signal(signal.SIGALRM, previous)
                 _STATE.pending = False
     if not armed and time.monotonic() - start > seconds:
-        raise StepTimeout(message)
+        raise StepTimeout(timeout_message(what, seconds))
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,8 @@ from tooltune.generation import Backend, GenerationRequest, Sampling, generate_i
 from tooltune.prompts import CHAT_TOOLS_COLUMN, get_template
 from tooltune.rewards.cer import CERReward
 from tooltune.schema import ToolCall
+
+logger = logging.getLogger(__name__)
 
 ACE_FILE = "ace.jsonl"
 V_BASE_FILE = "v_base.sqlite"
@@ -163,6 +166,10 @@ def _completions(items: Sequence[AceItem], backend: Backend, seed: int, sampling
     out: list[tuple[AceItem, str]] = []
     todo = list(items)
     if has is not None:
+        missing = sum(not has(i.id) for i in todo)
+        if missing:
+            logger.warning("%s: %d of %d entries have no prediction: %s", backend.name, missing, len(todo),
+                           "left out (partial)" if partial else "scored as empty completions")
         out += [(i, "") for i in todo if not has(i.id) and not partial]
         todo = [i for i in todo if has(i.id)]
     reqs = [GenerationRequest(i.messages, temperature=sampling.temperature,
@@ -242,5 +249,9 @@ def evaluate_ace(
                "n_entries": len(found.items), "scores": {k: v["mean"] for k, v in stats.items()},
                "mean_std": stats, "per_seed": {str(s): v for s, v in per_seed.items()},
                "left_out": found.left_out}
+    no_prediction = {str(s): sum(not has(i.id) for i in found.items) for s, b in backends
+                     if (has := getattr(b, "has", None)) is not None}
+    if no_prediction:  # replayed predictions: entries without one (left out with `partial`)
+        summary["no_prediction"] = no_prediction
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary

@@ -23,8 +23,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tooltune.environments import ToolResult
+from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.bfcl import BfclEntry, bfcl_environment, entry_tools
-from tooltune.evaluation.bfcl_official import call_string, fresh_model_name, score_multi_turn
+from tooltune.evaluation.bfcl_official import call_string, check_decoded, fresh_model_name, score_multi_turn
 from tooltune.evaluation.bfcl_truth import parse_call_string
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import (
@@ -85,9 +86,13 @@ class BfclExecutor:
         if text is None:
             return ToolResult(f"Error during execution: call rejected: {why}", error=True)
         entry = self.e.entry
-        results, _ = execute_multi_turn_func_call([text], entry["initial_config"], entry["involved_classes"],
-                                                  self.model_name, self.e.id,
-                                                  long_context="long_context" in _category(self.e))
+        try:
+            with step_budget(STEP_SECONDS, call.name):
+                results, _ = execute_multi_turn_func_call(
+                    [text], entry["initial_config"], entry["involved_classes"], self.model_name, self.e.id,
+                    long_context="long_context" in _category(self.e))
+        except StepTimeout as exc:  # a failed step, as BFCL reports a call that raised
+            return NamedResult(f"Error during execution: {exc}", error=True, name=text)
         out = str(results[0])
         return NamedResult(out, error=out.startswith("Error during execution"), name=text)
 
@@ -158,20 +163,10 @@ class MultiTurnRun(EpisodeRun):
         return None
 
     def verdict(self) -> Verdict:
-        # deferred: bfcl-eval loads every model handler at import (seconds)
-        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
-
+        """What the loop ran, judged by `multi_turn_checker` (the ``corrected`` rules)."""
         if self.error:
             return Verdict(self.e.id, self.e.category, False, self.error)
-        try:
-            result = multi_turn_checker(self.decoded, self.e.ground_truth, self.e.entry, self.category,
-                                        self.model_name)
-        except Exception as exc:  # e.g. the checker's own assertions on instance sets
-            return Verdict(self.e.id, self.e.category, False, f"checker_error: {type(exc).__name__}: {exc}")
-        if result.get("valid"):
-            return Verdict(self.e.id, self.e.category, True)
-        return Verdict(self.e.id, self.e.category, False,
-                       f"{result.get('error_type')}: {result.get('error_message')}")
+        return check_decoded(self.e, self.decoded, self.model_name, forget=False)
 
 
 def _forget_instances(model_name: str, entry_id: str) -> None:

@@ -22,9 +22,13 @@ a turn fail the entry, every template decoded by its grammar, and only the entry
 
 Safety, both modes: BFCL `eval`s call strings. Each string we hand it is built by us from parsed
 literal values and must parse (`ast.parse`) as exactly one call of an admitted function with keyword
-arguments `ast.literal_eval` accepts. In `official` a call failing that is replaced by `REFUSED_CALL`
-(a name nothing defines: BFCL's executor answers it with an error and runs nothing), so its step still
-holds a call, as in BFCL; in `corrected` it is left out.
+arguments `ast.literal_eval` accepts, within the per-method argument limits of the `bfcl` environment
+(`tooltune.environments.bfcl_limits`: BFCL would compute such a call for minutes, e.g. MathAPI's
+`round_number` with ``decimal_places=-10**8``). In `official` a call failing that is replaced by
+`REFUSED_CALL` (a name nothing defines: BFCL's executor answers it with an error and runs nothing), so
+its step still holds a call, as in BFCL; in `corrected` it is left out. The checker runs under a time
+budget of `STEP_SECONDS` per call it replays (`checker_budget`; over it the entry fails with
+``checker_timeout``).
 """
 
 from __future__ import annotations
@@ -39,15 +43,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.environments.bfcl import CLASSES, api_class, bfcl_environment, public_functions
+from tooltune.environments.bfcl_limits import argument_problem
+from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.bfcl import NAME_STYLES, BfclEntry
 from tooltune.evaluation.bfcl_python import bfcl_decode_execute
-from tooltune.evaluation.verdict import Verdict
+from tooltune.evaluation.verdict import SCORING_MODES, Verdict, check_scoring
 from tooltune.parsing import parse_completion, python_literal
 from tooltune.parsing.limits import MAX_BLOCK_CHARS
 from tooltune.prompts import grammar_for
 from tooltune.schema import ToolCall
 
-SCORING = ("official", "corrected")
+SCORING = SCORING_MODES
 STEP_LIMIT = 20
 """BFCL's `MAXIMUM_STEP_LIMIT`: its inference force-quits an entry after a turn of more steps with calls."""
 REFUSED_CALL = "tooltune_refused_call()"
@@ -88,9 +94,13 @@ class DecodedResult:
 def call_string(call: ToolCall, allowed: set[str]) -> tuple[str | None, str | None]:
     """The call string BFCL will execute for a parsed call, or (None, reason) when it is not a plain
     literal call of an admitted function: the name and every argument name an identifier (not a
-    keyword), values rendered with `python_literal`, the text re-parsed with `ast.parse`."""
+    keyword), values rendered with `python_literal`, the text re-parsed with `ast.parse`, the arguments
+    within the method's limits (`argument_problem`)."""
     if call.name not in allowed:
         return None, f"function {call.name!r:.80} does not exist"
+    problem = argument_problem(call)
+    if problem:
+        return None, problem
     if not call.name.isidentifier() or keyword.iskeyword(call.name):
         return None, f"function name {call.name!r:.80} is not an identifier"
     for k in call.arguments:
@@ -105,7 +115,8 @@ def call_string(call: ToolCall, allowed: set[str]) -> tuple[str | None, str | No
 
 
 def literal_call(text: str, allowed: set[str]) -> bool:
-    """Whether `text` is exactly one call `name(k=literal, ...)` of a function in `allowed`."""
+    """Whether `text` is exactly one call `name(k=literal, ...)` of a function in `allowed`, with
+    arguments within the method's limits (`argument_problem`)."""
     if len(text) > MAX_BLOCK_CHARS:
         return False
     try:
@@ -113,11 +124,10 @@ def literal_call(text: str, allowed: set[str]) -> bool:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in allowed
                 and not node.args and all(kw.arg is not None for kw in node.keywords)):
             return False
-        for kw in node.keywords:
-            ast.literal_eval(kw.value)
+        args = {str(kw.arg): ast.literal_eval(kw.value) for kw in node.keywords}
     except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
         return False
-    return True
+    return argument_problem(ToolCall(node.func.id, args)) is None
 
 
 def entry_functions(entry: Mapping[str, Any]) -> set[str]:
@@ -139,8 +149,7 @@ def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: 
                ) -> tuple[list[str] | None, str | None]:
     """One step's call strings, or (None, reason) when the step holds no call (`official`: skipped;
     `corrected`: the turn ends). `corrected` may return [] (calls, all refused: the turn goes on)."""
-    if scoring not in SCORING:
-        raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
+    check_scoring(scoring)
     grammar = grammar_for(template)
     if scoring == "official":
         if not isinstance(text, str):
@@ -170,8 +179,7 @@ def decode_result(
     e: BfclEntry, result: Any, template: str, mode: str = "strict", scoring: str = "official"
 ) -> DecodedResult:
     """The calls each turn's steps execute under `scoring` (see the module docstring)."""
-    if scoring not in SCORING:
-        raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
+    check_scoring(scoring)
     n_turns = len(e.ground_truth)
     out = DecodedResult()
     if not isinstance(result, list):
@@ -236,19 +244,35 @@ def forget_instances(model_name: str) -> None:
         delattr(multi_turn_utils, key)
 
 
-def check_decoded(e: BfclEntry, turns: list[list[list[str]]], model_name: str | None = None) -> Verdict:
-    """`multi_turn_checker`'s verdict on already-decoded call strings (built by `step_calls`)."""
+def checker_budget(turns: list[list[list[str]]], ground_truth: Any) -> float:
+    """Seconds `multi_turn_checker` may take on an entry: `STEP_SECONDS` per call it replays (the
+    model's and the ground truth's), plus one."""
+    calls = sum(len(s) for turn in turns for s in turn)
+    calls += sum(len(t) for t in ground_truth or [] if isinstance(t, list))
+    return STEP_SECONDS * (calls + 1)
+
+
+def check_decoded(e: BfclEntry, turns: list[list[list[str]]], model_name: str | None = None,
+                  forget: bool = True) -> Verdict:
+    """`multi_turn_checker`'s verdict on already-decoded call strings (built by `step_calls`), within
+    `checker_budget` (over it: ``checker_timeout``). The checker's instances are cached under `model_name`
+    (a fresh one by default) and deleted afterwards unless `forget` is False (a caller that shares the name
+    with entries still running forgets them itself)."""
     bfcl_environment()
     # deferred: bfcl-eval loads every model handler at import (seconds)
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
 
     name = model_name or fresh_model_name()
     try:
-        result = multi_turn_checker(turns, e.ground_truth, e.entry, e.id.rsplit("_", 1)[0], name)
+        with step_budget(checker_budget(turns, e.ground_truth), f"{e.id}: multi_turn_checker"):
+            result = multi_turn_checker(turns, e.ground_truth, e.entry, e.id.rsplit("_", 1)[0], name)
+    except StepTimeout as exc:
+        return Verdict(e.id, e.category, False, f"checker_timeout: {exc}")
     except Exception as exc:  # the checker's own assertions; the official runner would stop here
         return Verdict(e.id, e.category, False, f"checker_error: {type(exc).__name__}: {exc}")
     finally:
-        forget_instances(name)
+        if forget:
+            forget_instances(name)
     if result.get("valid"):
         return Verdict(e.id, e.category, True)
     return Verdict(e.id, e.category, False, f"{result.get('error_type')}: {result.get('error_message')}")

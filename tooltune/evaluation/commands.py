@@ -11,9 +11,10 @@ Each evaluation writes DIR/verdicts.jsonl, DIR/summary.json, DIR/manifest.json, 
 (unless --no-report) DIR/report.md with a PNG bar chart. DIR is new or empty, or holds the same run
 and --resume continues it; it is locked while the command writes. A folder holding another run (or
 this run without --resume) and a folder another process is writing are one-line errors with exit
-status 2. The flags of a benchmark command are generated from the dataclasses behind them
-(RunOptions, Controls, Sampling, BackendConfig), so their help and defaults are the library's. Heavy
-libraries are imported inside the handlers.
+status 2; the folder is checked before the benchmark's data, and a run that fails removes the folder
+it created (unless it holds results to resume). The flags of a benchmark command are generated from
+the dataclasses behind them (RunOptions, Controls, Sampling, BackendConfig), so their help and
+defaults are the library's. Heavy libraries are imported inside the handlers.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import RunOptions, evaluate
 from tooltune.evaluation.scripted import ground_truth_policy
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
-from tooltune.rundir import RunLock, check_identity, write_identity
+from tooltune.rundir import RunLock, check_identity, removed_on_failure, write_identity
 
 ACE_HELP = ("R2IF's ACE (mean R_cer) of a model's completions on a benchmark's single-turn entries, "
             "measured with a student model.")
@@ -122,11 +123,34 @@ def _backends(args: argparse.Namespace, opts: RunOptions, controls: Controls, ba
     return backend.seed_backends(opts.seeds)
 
 
+def _given_out(args: argparse.Namespace) -> str | None:
+    """The --out folder as typed (None when not given)."""
+    return config_mechanism.given_overrides(args, "run").get("out") or None
+
+
+def _check_out_first(out: str, fields: dict[str, Any]) -> None:
+    """Refuse at once an output folder that holds another command's or benchmark's run (or files of
+    no run), before the data folder, the model or the predictions are looked at; the whole identity,
+    and --resume, are checked when the run starts."""
+    check_identity(out, fields, resume=True, subset=True)
+
+
 def _run(args: argparse.Namespace) -> int:
+    """`tooltune eval <benchmark>`; a failed run removes the output folder it created (unless it holds
+    results to resume)."""
+    out = _given_out(args)
+    if out is None:
+        return _evaluate(args)
+    with removed_on_failure(out):
+        return _evaluate(args)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
     opts, controls, sampling, backend = _configs(args)
     bench = get_benchmark(args.benchmark)
+    _check_out_first(opts.out, {"command": "eval", "benchmark": args.benchmark})
     data_dir = bench.data_dir(opts.data_dir)
     backends = _backends(args, opts, controls, backend, data_dir)
     user_backend = bench.user_backend(args, backend, data_dir)
@@ -147,13 +171,25 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _ace(args: argparse.Namespace) -> int:
+    """`tooltune eval ace`; a failed run removes the output folder it created (unless it holds results)."""
+    out = _given_out(args)
+    if out is None:
+        return _measure_ace(args)
+    with removed_on_failure(out):
+        return _measure_ace(args)
+
+
+def _measure_ace(args: argparse.Namespace) -> int:
     given = config_mechanism.given_overrides
     opts, controls, sampling, backend = _configs(args)
+    _check_out_first(opts.out, {"command": "eval ace", "benchmark": args.benchmark})
     student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
     student.source()
     options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
     data_dir = get_benchmark(args.benchmark).data_dir(opts.data_dir)
     backends = backend.seed_backends(opts.seeds)
+    # predictions measure the entries they hold (the student runs on no other), as --partial does for eval
+    partial = opts.partial or backend.source() == "predictions"
     identity = {"command": "eval ace", "benchmark": args.benchmark, "model": backend.label,
                 "student": student.label, "categories": opts.categories, "controls": asdict(controls),
                 "sampling": asdict(sampling), "ace": asdict(options), "seeds": opts.seeds}
@@ -162,7 +198,7 @@ def _ace(args: argparse.Namespace) -> int:
             write_identity(opts.out, identity)
         summary = evaluate_ace(args.benchmark, backends, student, opts.out, controls,
                                opts.categories or None, options, sampling, data_dir, resume=opts.resume,
-                               partial=opts.partial, model=backend.label)
+                               partial=partial, model=backend.label)
     print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], "ace": summary["scores"].get("ace"),
                       "left_out": sorted(summary["left_out"])}, indent=2))
     return 0

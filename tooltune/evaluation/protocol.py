@@ -23,6 +23,7 @@ from typing import Any
 
 from tooltune.config import option
 from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.verdict import SCORING_MODES
 from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
 
@@ -58,7 +59,7 @@ class Controls(PromptControls):
         "Scoring rules: official (the benchmark's official code, rule for rule, its bugs included: the "
         "numbers to report under the benchmark's name) or corrected (each deviation a named fix listed in "
         "docs/evaluation.md).",
-        ("official", "corrected"),
+        SCORING_MODES,
     )
 
 

@@ -2,7 +2,10 @@
 
 Scores are shown as mean ± std over seeds (in percent), each run labelled with its model, template and
 scoring mode (`official` or `corrected`); a report over runs scored under different rules says so at the
-top. A benchmark's own tables come from `Benchmark.report_tables` (BFCL: a Tool-N1 Table-2-style table,
+top. Each run with two categories or more gets a bar chart (accuracy in percent on a 0-100 axis, ± 1
+binomial standard error over each category's entries); a run of one category gets its table only, and
+a benchmark table none of whose columns was run is not drawn as a table of dashes. A benchmark's own
+tables come from `Benchmark.report_tables` (BFCL: a Tool-N1 Table-2-style table,
 Non-live: simple, multiple, parallel, parallel multiple, overall; Live: the same; Overall = mean of
 Non-live and Live, next to the current leaderboard's aggregates).
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -55,27 +59,55 @@ def _categories(mean_std: dict[str, Any]) -> list[str]:
     return sorted({k.split(".")[1] for k in keys})
 
 
-def category_chart(run: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Bar chart of per-category accuracy (mean, std as error bars) for one run."""
+def binomial_se(accuracy: float, n: float) -> float:
+    """Standard error of an accuracy measured on `n` entries: sqrt(p(1 - p) / n)."""
+    return math.sqrt(max(0.0, accuracy * (1 - accuracy)) / n) if n > 0 else 0.0
+
+
+def category_figure(run: dict[str, Any]) -> Any:
+    """Bar chart (a matplotlib Figure) of per-category accuracy (mean over seeds) for one run, error bars
+    ± 1 binomial standard error on the category's entries; None when fewer than two categories were
+    run, where the report's table already says everything a chart would."""
+    ms = run["summary"].get("mean_std", {})
+    cats = _categories(ms)
+    if len(cats) < 2:
+        return None
     import matplotlib  # deferred: only plotting needs matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # deferred: only plotting needs matplotlib
 
-    ms = run["summary"].get("mean_std", {})
-    cats = _categories(ms)
-    means = [100 * ms[f"categories.{c}.accuracy"]["mean"] for c in cats]
-    stds = [100 * ms[f"categories.{c}.accuracy"]["std"] for c in cats]
+    acc = [ms[f"categories.{c}.accuracy"]["mean"] for c in cats]
+    entries = [ms.get(f"categories.{c}.total", {}).get("mean", 0) for c in cats]
+    errors = [100 * binomial_se(a, n) for a, n in zip(acc, entries)]
     fig, ax = plt.subplots(figsize=(max(6.0, 0.55 * len(cats) + 2), 4))
-    ax.bar(range(len(cats)), means, yerr=stds, capsize=3, color="#4C72B0")
-    ax.set_xticks(range(len(cats)), cats, rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("accuracy (%)")
+    ax.bar(range(len(cats)), [100 * a for a in acc], yerr=errors, capsize=3, color="#4C72B0")
+    ax.set_xticks(range(len(cats)), [f"{c} ({n:.0f})" for c, n in zip(cats, entries)], rotation=60,
+                  ha="right", fontsize=8)
+    ax.set_xlabel("category (entries)")
+    seeds = run["summary"].get("seeds") or [0]
+    ax.set_ylabel(f"accuracy (%), mean of {len(seeds)} seed{'s' if len(seeds) > 1 else ''}")
     ax.set_ylim(0, 105)
-    ax.set_title(f"{run['summary'].get('benchmark', '')}: {_label(run)}", fontsize=9)
+    ax.set_title(f"{run['summary'].get('benchmark', '')}: {_label(run)}\n"
+                 "error bars: ± 1 binomial standard error over the category's entries", fontsize=9)
     fig.tight_layout()
+    return fig
+
+
+def category_chart(run: dict[str, Any], path: str | os.PathLike) -> Path | None:
+    """`category_figure` saved as a PNG at `path`; None (no file) for a run of fewer than two categories."""
+    fig = category_figure(run)
+    if fig is None:
+        return None
+    import matplotlib.pyplot as plt  # deferred: only plotting needs matplotlib
+
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+def _has_values(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> bool:
+    return any(r["summary"].get("mean_std", {}).get(k) is not None for r in runs for _, k in columns)
 
 
 def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLike) -> Path:
@@ -90,6 +122,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
         if not bench_runs or not bench.report_tables:
             continue
         for title, columns in bench.report_tables:
+            if not _has_values(bench_runs, columns):  # none of its columns was run: no table of dashes
+                lines += [f"## {title}", "", "None of this table's columns was run.", ""]
+                continue
             lines += [f"## {title}", "", *_table(bench_runs, columns), ""]
         formulas = bench_runs[0]["summary"].get("formulas", {})
         lines += [f"- **{k}** = {v}" for k, v in formulas.items()] + [""]
@@ -100,8 +135,7 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
     for i, r in enumerate(runs):
         ms = r["summary"].get("mean_std", {})
         cats = _categories(ms)
-        png = out.with_name(f"{out.stem}_{i}_{r['summary'].get('benchmark', 'run')}.png")
-        category_chart(r, png)
+        png = category_chart(r, out.with_name(f"{out.stem}_{i}_{r['summary'].get('benchmark', 'run')}.png"))
         m = r["manifest"]
         lines += [f"## {r['summary'].get('benchmark', '')}: {_label(r)}", "",
                   f"Seeds {r['summary'].get('seeds')}; controls {json.dumps(m.get('controls', {}))}; "
@@ -112,7 +146,7 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
             lines.append(f"| {c} | {_cell(ms, f'categories.{c}.accuracy')} | {total:.0f} |")
         for key in sorted(k for k in ms if not k.startswith(("categories.", "table2.", "leaderboard."))):
             lines.append(f"| **{key}** | {_cell(ms, key)} | |")
-        lines += ["", f"![{png.stem}]({png.name})", ""]
+        lines += ["", f"![{png.stem}]({png.name})" if png else "(one category: no chart)", ""]
         for s in r["summary"].get("skipped") or []:
             lines.append(f"- skipped: {s}")
     out.write_text("\n".join(lines) + "\n")

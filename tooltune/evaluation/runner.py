@@ -3,14 +3,16 @@
 Output folder: `verdicts.jsonl` (one line per seed and entry: {"id", "category", "valid", "error",
 "seed"}, appended as produced, so an interrupted run loses nothing and `resume=True` skips finished
 entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file, replayable),
-`summary.json` (scores of each seed, mean ± std over seeds, the formulas), `manifest.json` and
+`summary.json` (scores of each seed, mean ± std over seeds, the formulas; with replayed predictions,
+per seed how the file fits the entries: `predictions_report`), `manifest.json` and
 `run.json` (the manifest fields that define the results, `protocol.run_identity`).
 
 One folder holds one run, written by one process (`tooltune.rundir`): the folder is locked while the
 run writes (another writer gets `RunFolderBusy`); a new run needs a new or empty folder, and
 `resume=True` continues only the run the folder holds, with the same settings (`RunMismatch` naming
 every difference otherwise). On resume, a line cut by a kill at the end of `verdicts.jsonl` or a
-`completions_seed<S>.jsonl` is dropped before appending, and each (seed, id) counts once.
+`completions_seed<S>.jsonl` is dropped before appending, a completion whose verdict was lost is dropped
+(it is generated again), and each (seed, id) counts once.
 
 Defaults are the evaluation protocol, the same for the library and `tooltune eval`: `Sampling()`
 (temperature 0.7) over `RunOptions().seeds` (3) seeds. API-Bank and ACEBench data are read only from
@@ -108,6 +110,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
     Raw completions go to `completions` (a predictions file: replay it with `--predictions`).
     """
     has = getattr(backend, "has", None)
+    unreadable: dict[str, str] = getattr(backend, "unreadable", None) or {}
 
     def record(v: Verdict, result: Any = None) -> None:
         if completions is not None and result is not None:
@@ -120,7 +123,9 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
     todo = [t for t in prep.tasks if (seed, t.id) not in log.done]
     if has is not None:  # replay: entries without a prediction fail (or are skipped with `partial`)
         for t in [t for t in todo if not has(t.id)]:
-            if not partial:
+            if t.id in unreadable:  # its line could not be read: failed, naming the file and line
+                record(Verdict(t.id, t.category, False, f"unreadable_prediction: {unreadable[t.id]}"))
+            elif not partial:
                 record(Verdict(t.id, t.category, False, "missing_prediction"))
         todo = [t for t in todo if has(t.id)]
     reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
@@ -133,11 +138,36 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
     entries = [e for e in prep.episodes if (seed, e.id) not in log.done]
     if has is not None:
         missing = [e for e in entries if not has(e.id)]
-        for e in missing if not partial else []:
-            record(Verdict(e.id, e.category, False, "missing_prediction"))
+        for e in missing:
+            if e.id in unreadable:
+                record(Verdict(e.id, e.category, False, f"unreadable_prediction: {unreadable[e.id]}"))
+            elif not partial:
+                record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
     if entries and prep.run_episodes is not None:
         prep.run_episodes(entries, backend, controls, sampling, seed, record, user_backend)
+
+
+def _keep_scored_completions(path: Path, scored: set[str]) -> None:
+    """Drop the completions whose verdict a kill lost (the completion is written first), so the resumed
+    run writes each entry's completion once and the file stays a valid predictions file."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        lines = f.readlines()
+    kept = [line for line in lines if _completion_id(line) in scored]
+    if len(kept) != len(lines):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(kept), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def _completion_id(line: str) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record.get("id") if isinstance(record, dict) else None
 
 
 def _write_json(path: Path, obj: Any) -> None:
@@ -154,6 +184,27 @@ def predictions_sha256(backend: Backend) -> str | None:
         return None
     text = json.dumps(predictions, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def predictions_report(prep: Prepared, backend: Backend) -> dict[str, Any] | None:
+    """How a replayed predictions file fits the evaluated entries (None for other backends): ids given,
+    ids that are no entry of this evaluation (`unknown_ids`: another category or benchmark, or a typo;
+    ignored), entries without a prediction, ids whose line was unreadable, unreadable lines without an
+    id, ids found on several lines (resolved as `--prediction-duplicates` said)."""
+    predictions = getattr(backend, "predictions", None)
+    if not isinstance(predictions, dict):
+        return None
+    unreadable = getattr(backend, "unreadable", None) or {}
+    known = {t.id for t in prep.tasks} | {e.id for e in prep.episodes}
+    given = set(predictions) | set(unreadable)
+    unknown = sorted(given - known)
+    if unknown:
+        logger.warning("%s: %d id(s) are no entry of this evaluation and are ignored, e.g. %s", backend.name,
+                       len(unknown), ", ".join(unknown[:5]))
+    return {"ids": len(given), "unknown_ids": len(unknown), "unknown_examples": unknown[:10],
+            "missing": len(known - given), "unreadable": len(unreadable),
+            "unreadable_lines": len(getattr(backend, "unreadable_lines", None) or []),
+            "duplicated_ids": len(getattr(backend, "duplicates", None) or {})}
 
 
 def check_local_tool_support(backends: Sequence[tuple[int, Backend]], controls: Controls) -> None:
@@ -237,6 +288,7 @@ def evaluate(
                     path = out / f"completions_seed{seed}.jsonl"
                     if resuming:
                         drop_torn_tail(path)
+                        _keep_scored_completions(path, {i for s, i in log.done if s == seed})
                     with open(path, "a" if resuming else "w", encoding="utf-8") as f:
                         run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend)
             finally:
@@ -251,5 +303,8 @@ def evaluate(
                    "scoring": controls.scoring}
         if bench.formulas:
             summary["formulas"] = dict(bench.formulas)
+        reports = {str(s): r for s, b in backends if (r := predictions_report(prep, b)) is not None}
+        if reports:
+            summary["predictions"] = reports
         _write_json(out / "summary.json", summary)
     return summary

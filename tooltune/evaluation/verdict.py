@@ -6,6 +6,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+SCORING_MODES = ("official", "corrected")
+"""The rule sets every benchmark scores under: the official code's, rule for rule, or named fixes of it."""
+
+
+def check_scoring(scoring: str) -> None:
+    """ValueError unless `scoring` is one of `SCORING_MODES`."""
+    if scoring not in SCORING_MODES:
+        raise ValueError(f"scoring must be one of {', '.join(SCORING_MODES)}, got {scoring!r}")
+
 
 @dataclass
 class Verdict:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tooltune.generation.predictions import read_predictions
 from tooltune.models.loading import load_model_and_tokenizer
 from tooltune.parsing import get_grammar
 from tooltune.prompts import render_answer
@@ -362,22 +363,11 @@ class OpenAIBackend:
 # Replay of raw completions and scripted policies
 
 
-def load_predictions(path: str | Path) -> dict[str, Any]:
-    """Read a predictions JSONL file (`{"id": ..., "result": ...}` per line); errors name the line."""
-    preds: dict[str, Any] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{where}: not valid JSON ({e.msg})") from None
-            if not isinstance(rec, dict) or "id" not in rec or "result" not in rec:
-                raise ValueError(f"{where}: expected an object with 'id' and 'result'")
-            preds[str(rec["id"])] = rec["result"]
-    return preds
+def load_predictions(path: str | Path, duplicates: str = "refuse") -> dict[str, Any]:
+    """The readable results of a predictions JSONL file (`{"id": ..., "result": ...}` per line) by id
+    (`predictions.read_predictions`: unreadable lines are warned about, naming file and line;
+    duplicated ids are refused unless `duplicates` is ``first`` or ``last``)."""
+    return read_predictions(path, duplicates).predictions
 
 
 class ReplayBackend:
@@ -386,15 +376,25 @@ class ReplayBackend:
     A result is a string (single-turn) or, for multi-turn entries, a list per turn of lists per step
     of strings (BFCL's result layout), addressed by the request's `meta["turn"]` / `meta["step"]`;
     a step past the recorded ones replays as "" (no call: the turn ends). Requests for unknown ids
-    raise `MissingPrediction`; use `has(id)` to filter first.
+    raise `MissingPrediction`; use `has(id)` to filter first. From a file (`predictions.read_predictions`):
+    `unreadable` maps the ids whose line could not be read to ``file:line: reason`` (they are not `has`),
+    `unreadable_lines` lists the unreadable lines without an id, `duplicates` the ids found on several
+    lines (refused unless `duplicates` says which line wins: ``first`` or ``last``).
     """
 
-    def __init__(self, predictions: str | Path | Mapping[str, Any], name: str | None = None) -> None:
+    def __init__(self, predictions: str | Path | Mapping[str, Any], name: str | None = None,
+                 duplicates: str = "refuse") -> None:
+        self.unreadable: dict[str, str] = {}
+        self.unreadable_lines: list[str] = []
+        self.duplicates: dict[str, list[int]] = {}
         if isinstance(predictions, Mapping):
             self.predictions = {str(k): v for k, v in predictions.items()}
             self.name = name or "replay"
         else:
-            self.predictions = load_predictions(predictions)
+            found = read_predictions(predictions, duplicates)
+            self.predictions = found.predictions
+            self.unreadable, self.unreadable_lines = found.unreadable, found.unreadable_lines
+            self.duplicates = found.duplicates
             self.name = name or f"replay:{Path(predictions).name}"
 
     def has(self, id_: str) -> bool:

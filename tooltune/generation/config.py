@@ -44,6 +44,12 @@ class BackendConfig:
         "Replay raw completions: a JSONL file of {\"id\", \"result\"} lines; several comma-separated "
         "files are replayed as seeds 0, 1, ...",
     )
+    prediction_duplicates: str = option(
+        "refuse",
+        "An id on several lines of a predictions file: refuse the file (naming the ids and lines), or keep "
+        "its first or its last line.",
+        ("refuse", "first", "last"),
+    )
     device: str = option(
         "auto", "Torch device of the local model: auto (a GPU when present, else the CPU), cpu, cuda, cuda:1."
     )
@@ -133,7 +139,7 @@ class BackendConfig:
             if len(files) != 1:
                 raise ConfigError(f"predictions: one file expected here, got {len(files)} "
                                   "(several files are the seeds of an evaluation)")
-            return _replay(files[0])
+            return _replay(files[0], self.prediction_duplicates)
         if kind == "model":
             return HFBackend(self.model, batch_size=self.batch_size, device=self._device(),
                              dtype=self.dtype)
@@ -147,7 +153,8 @@ class BackendConfig:
         An endpoint is checked to accept connections first (`check_reachable`)."""
         self.validate()
         if self.source() == "predictions":
-            return [(i, _replay(f)) for i, f in enumerate(self.prediction_files())]
+            files = self.prediction_files()
+            return [(i, _replay(f, self.prediction_duplicates)) for i, f in enumerate(files)]
         self.check_reachable()
         backend = self.build()
         return [(s, backend) for s in range(max(1, seeds))]
@@ -160,27 +167,14 @@ class BackendConfig:
         return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _replay(path: str) -> ReplayBackend:
-    """A ReplayBackend of the predictions file `path`; a file that is not predictions JSONL is a
-    ConfigError naming `predictions`, the file and the line."""
+def _replay(path: str, duplicates: str = "refuse") -> ReplayBackend:
+    """A ReplayBackend of the predictions file `path`; a file without one readable prediction, or with
+    duplicated ids that `duplicates` does not resolve, is a ConfigError naming `predictions`, the file
+    and the lines."""
     try:
-        return ReplayBackend(path)
-    except UnicodeDecodeError:
-        raise ConfigError(f"predictions: {_undecodable_line(path)}") from None
+        return ReplayBackend(path, duplicates=duplicates)
     except ValueError as e:  # the reader names the file and line
         raise ConfigError(f"predictions: {e}") from None
-
-
-def _undecodable_line(path: str) -> str:
-    """`file:line: not valid UTF-8 (...)` for the first line of `path` that is not UTF-8."""
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                return (f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[e.start]:02x} at byte {e.start + 1} "
-                        "of the line); expected JSONL text")
-    return f"{path}: not valid UTF-8; expected JSONL text"
 
 
 def backend_config(spec: BackendConfig | Mapping[str, Any]) -> BackendConfig:

@@ -1,7 +1,10 @@
 """Load a causal LM and its tokenizer from a local directory or a Hugging Face Hub id.
 
 One function so that every command (train, eval, quickstart) resolves models the same way and explains
-the same way why a model cannot be loaded on an offline machine.
+the same way why a model cannot be loaded on an offline machine. A hub id is tried on the hub only when
+the hub answers: `hub_unreachable` connects to it first (a few seconds at most), and when nothing
+answers only the local cache is consulted, so an offline machine gets the advice at once instead of
+after the hub client's retries (about 50 s).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +29,32 @@ class ModelLoadError(RuntimeError):
     """A model or tokenizer could not be loaded; the message says why and what to do."""
 
 
+HUB_PROBE_SECONDS = 3.0
+"""How long `hub_unreachable` waits for a connection to the Hugging Face Hub."""
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
 def _offline() -> bool:
     flags = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in flags)
+
+
+def hub_unreachable(timeout: float = HUB_PROBE_SECONDS) -> str | None:
+    """Why the Hugging Face Hub cannot be used from here, or None when it may be: the offline switches
+    (HF_HUB_OFFLINE, TRANSFORMERS_OFFLINE) are set, or no TCP connection to the hub's host (HF_ENDPOINT,
+    default huggingface.co:443) opens within `timeout` seconds. Behind a proxy (HTTPS_PROXY, ALL_PROXY)
+    nothing is probed: the hub client finds out."""
+    if _offline():
+        return "HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set"
+    if any(os.environ.get(v) for v in _PROXIES):
+        return None
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except OSError as e:
+        return f"{host}:{port} cannot be reached ({getattr(e, 'strerror', None) or e})"
 
 
 def _resolve_dtype(dtype: Any) -> Any:
@@ -48,6 +76,7 @@ def load_model_and_tokenizer(
     device: str | None = None,
     padding_side: str | None = None,
     trust_remote_code: bool = False,
+    attn_implementation: str | None = None,
 ) -> tuple[Any, Any]:
     """Return `(model, tokenizer)` for a local model directory or a Hub id such as `Qwen/Qwen2.5-3B-Instruct`.
 
@@ -61,9 +90,12 @@ def load_model_and_tokenizer(
         device: e.g. `"cpu"`, `"cuda"`, `"cuda:1"`; `None` leaves the model where it was loaded (CPU).
         padding_side: set on the tokenizer when given (`"left"` for batched generation).
         trust_remote_code: passed through; keep False unless you trust the checkpoint's code.
+        attn_implementation: the attention kernel (`sdpa`, `eager`, `flex_attention`,
+            `flash_attention_2`, ...); None lets transformers choose.
 
     A tokenizer without a pad token gets its eos token as pad token. Hub ids are fetched (or taken from
-    the local cache) by `transformers`; with `HF_HUB_OFFLINE=1` only the cache is consulted. Failures
+    the local cache) by `transformers`; when the hub cannot be reached (`hub_unreachable`, or
+    `HF_HUB_OFFLINE=1`) only the cache is consulted. Failures
     raise `ModelLoadError` stating whether the path is missing, the Hub unreachable, or files incomplete
     (for an adapter: which base model it needs). A model from a local directory gets that directory's
     absolute path as `name_or_path`, so an adapter trained on it records where its base model is.
@@ -81,19 +113,25 @@ def load_model_and_tokenizer(
     if is_local and not (path / "config.json").is_file():
         raise ModelLoadError(f"model directory {source!r} has no config.json (not a saved HF model?)")
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if attn_implementation:  # e.g. sdpa, eager, flex_attention, flash_attention_2; None: transformers' choice
+        kwargs["attn_implementation"] = attn_implementation
     resolved = _resolve_dtype(dtype)
     if resolved is not None:
         kwargs["dtype"] = resolved
     target = str(path) if is_local else source
+    unreachable = None if is_local else hub_unreachable()
+    if unreachable:  # only the local cache can serve it: no request, no retries
+        kwargs["local_files_only"] = True
     try:
-        tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(target, trust_remote_code=trust_remote_code,
+                                                  **({"local_files_only": True} if unreachable else {}))
         model = AutoModelForCausalLM.from_pretrained(target, **kwargs)
     except OSError as e:
         if is_local:
             raise ModelLoadError(f"could not load the model in {source!r}: {e}") from e
         hint = (
-            "the Hugging Face Hub is disabled here (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE is set) and the "
-            "model is not in the local cache" if _offline() else
+            f"the Hugging Face Hub cannot be used here ({unreachable}) and the model is not in the local "
+            "cache" if unreachable else
             "it is not a local directory and could not be fetched from the Hugging Face Hub (no network?)"
         )
         raise ModelLoadError(

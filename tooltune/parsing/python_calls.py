@@ -34,8 +34,9 @@ def _code_chars(s: str, start: int = 0) -> Iterator[tuple[int, str]]:
             yield i, ch
 
 
-def _nesting_depth(s: str, limit: int) -> int:
-    """Max bracket depth outside string literals, stopping early once `limit` is exceeded."""
+def nesting_depth(s: str, limit: int) -> int:
+    """Max bracket depth outside string literals, stopping early once `limit` is exceeded (a cheap,
+    linear bound to check before `ast.parse`, whose recursion the depth would otherwise drive)."""
     depth = best = 0
     for _, ch in _code_chars(s):
         if ch in _OPENERS:
@@ -53,7 +54,7 @@ def _too_deep(s: str) -> bool:
     # counting brackets runs at C speed; only suspicious blocks pay for the exact scan
     if s.count("[") + s.count("{") + s.count("(") <= MAX_DEPTH:
         return False
-    return _nesting_depth(s, MAX_DEPTH) > MAX_DEPTH
+    return nesting_depth(s, MAX_DEPTH) > MAX_DEPTH
 
 
 _NAME_FORBIDDEN = set("()[]{}=,'\"\n")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
 from tooltune.config import ConfigError, add_arguments, given_overrides, prepare_output
@@ -36,6 +38,38 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_handle)
 
 
+def available_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def busy_machine_note(threads: int, resuming: bool, load: float | None = None,
+                      cores: int | None = None) -> str | None:
+    """One line to print at start when other work already keeps the cores busy, else None.
+
+    `load` is the 1-minute load average (runnable processes) and `cores` the cores available; the cores
+    left free are `cores - load`. The measured times assume `threads` free cores: on a loaded machine
+    several spinning OpenMP threads per process wait on each other and a step gets several times
+    slower. The note names what to pass; the thread count stays the user's choice (it is part of the
+    run's settings, which a resumed run keeps)."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # no load average on this system
+            return None
+    cores = cores or available_cores()
+    free = max(0.0, cores - load)
+    if free >= threads - 0.5:
+        return None
+    busy = f"the machine is busy (load {load:.1f} on {cores} cores, about {free:.0f} free)"
+    if threads > 1 and not resuming:
+        return (f"{busy}: {threads} torch threads will run several times slower than the measured times; "
+                f'pass --threads 1 (make demo ARGS="--threads 1")')
+    return f"{busy}: expect it to run slower than the measured times"
+
+
 def _handle(args: argparse.Namespace) -> int:
     # deferred: the pipeline imports torch, transformers and trl
     from tooltune.quickstart.run import STAGES, Pipeline
@@ -46,9 +80,13 @@ def _handle(args: argparse.Namespace) -> int:
             f"--stop-after: {args.stop_after!r} is not a stage; choose one of {', '.join(STAGES)}"
         )
     cfg = load_config(args.config, given_overrides(args))
+    resuming = (Path(args.out) / "run.json").is_file()
     prepare_output(args.out, "--out", folder=True)
     pipe = Pipeline(args.out, cfg)
     print(f"tooltune quickstart: seed {cfg.seed}, config {args.config}, output {args.out}")
+    note = busy_machine_note(cfg.threads, resuming=resuming)
+    if note:
+        print(f"tooltune quickstart: {note}")
     report = pipe.run(stop_after=args.stop_after)
     print()
     print((pipe.out / "report.md").read_text().split("\nTimings")[0])

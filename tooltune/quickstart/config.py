@@ -73,6 +73,13 @@ class QuickstartConfig:
         "(two spinning OpenMP threads under contention made an SFT step 4x slower).",
         min=1,
     )
+    clock: str = option(
+        "cpu",
+        "Clock of the equal-compute comparison: continued SFT gets GRPO's training time on it. cpu = this "
+        "process's CPU time (all threads; unchanged by other jobs on the machine), wall = elapsed time "
+        "(what a user waits; depends on the machine's load).",
+        ("cpu", "wall"),
+    )
     model_size: str = option("quickstart", "Tiny model size (tooltune.models.SIZES).", tuple(SIZES))
     task: TaskConfig = section(TaskConfig, "The synthetic task (tooltune.data.synthetic.quickstart_task).")
     warm_start: WarmStartConfig = section(WarmStartConfig, "Which SFT checkpoint GRPO starts from.")

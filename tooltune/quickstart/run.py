@@ -40,6 +40,7 @@ from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, build_splits,
 from tooltune.generation import HFBackend, Sampling, score_samples
 from tooltune.models import build_tiny_model, load_model_and_tokenizer
 from tooltune.prompts import render_answer, render_prompt
+from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.report import write_report
 from tooltune.quickstart.stats import summarize
@@ -62,7 +63,7 @@ DESCRIPTIONS = {
     "eval_sft": "evaluating the warm start: greedy held-out, unseen tools, pass@k",
     "grpo": "GRPO with the binary reward (format + exact calls)",
     "eval_grpo": "evaluating after GRPO",
-    "sft_continued": "baseline: SFT continued from the warm start for the training time GRPO took",
+    "sft_continued": "baseline: SFT continued from the warm start for GRPO's training time (run's clock)",
     "eval_sft_continued": "evaluating the continued-SFT baseline",
 }
 
@@ -88,9 +89,11 @@ def headline(name: str, res: dict[str, Any]) -> str:
             f"{res['unseen_tools']['accuracy']:.1%}{extra}"
         )
     if name == "grpo":
-        return f"{res['steps']} steps, training reward {res['reward_first']:.2f} -> {res['reward_last']:.2f}"
+        return (f"{res['steps']} steps, training reward {res['reward_first']:.2f} -> "
+                f"{res['reward_last']:.2f} (mean of the first / last {res.get('reward_window', '?')} steps)")
     if name == "sft_continued":
-        return f"{res['steps']} more SFT steps in {res['train_wall_s']:.0f} s"
+        return f"{res['steps']} more SFT steps in {res.get('train_s', res['train_wall_s']):.0f} s of " \
+               f"{res.get('clock', 'wall')} time (GRPO's training time)"
     return ""
 
 
@@ -358,20 +361,42 @@ def stage_sft(p: Pipeline) -> dict[str, Any]:
 
 
 def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
-    budget = p.result("grpo")["train_wall_s"]
+    """SFT continued from the warm start (its optimizer state too) for GRPO's training time on the
+    run's clock (`clock`: CPU time by default), evaluated on the validation samples at the training
+    times GRPO was, so that the two curves share their x values."""
+    clock = p.cfg.clock
+    grpo = p.result("grpo")
+    budget = grpo[TRAIN_KEYS[clock]]
+    marks = [pt["t"] for pt in grpo_curve(grpo, clock)]
     tcfg = p.train_config("sft")
     model, tok = load(p.model_dir("sft"))
     loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]))
     loop.restore(p.model_dir("sft"))
-    start, trained, cpu = loop.step, loop.train_seconds, time.process_time()
-    loop.train(seconds=budget, progress="continued SFT")
+    dg = p.cfg.train.diagnostics
+    val = p.splits()["val"][: min(dg.eval_samples, p.cfg.train.data.max_val_samples or dg.eval_samples)]
+    be = backend(p, model, tok)
+
+    def evaluate(lp: SFTLoop) -> float:
+        model.eval()
+        return greedy(p, be, val)["accuracy"]
+
+    watch = BudgetWatch(clock, budget, marks, evaluate)
+    first = grpo["curve"][0] if grpo["curve"] else None  # the warm start, evaluated before GRPO's first step
+    warm = [{"step": loop.step, "t": 0.0, "accuracy": first["accuracy"]}] if first and not first["step"] \
+        else []
+    start, trained, cpu, wall = loop.step, loop.train_seconds, time.process_time(), time.perf_counter()
+    loop.train(steps=10**9, every=1, callback=watch, progress="continued SFT")
     loop.save(p.model_dir("sft_continued"))
     return {
         "steps": loop.step - start,
+        "clock": clock,
+        "train_s": watch.spent,
         "train_wall_s": loop.train_seconds - trained,
-        "train_cpu_s": time.process_time() - cpu,
+        "train_cpu_s": time.process_time() - cpu - (watch.excluded if clock == "cpu" else 0.0),
+        "stage_wall_s": time.perf_counter() - wall,
         "budget_s": budget,
         "loss": loop.loss,
+        "curve": warm + watch.points,
     }
 
 

@@ -27,6 +27,7 @@ from tooltune.schema.types import (
     ToolSpec,
     calls_from_any,
     dumps_line,
+    iter_jsonl,
     read_jsonl,
     write_jsonl,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "dumps_line",
     "dumps_record",
     "find_fault",
+    "iter_jsonl",
     "loads_record",
     "raw_decode_record",
     "read_jsonl",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,30 +243,37 @@ class Sample:
         return cls.from_dict(loads_record(line, where), where)
 
 
+def iter_jsonl(path: str, limit: int | None = None) -> Iterator[Sample]:
+    """The samples of a canonical JSONL file one at a time (memory: one line), with the checks and
+    errors of `read_jsonl`; a bad line raises when the iteration reaches it."""
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                if limit is not None and n >= limit:
+                    break
+                try:
+                    line = decode_line(raw, "")
+                    if not line.strip():
+                        continue
+                    sample = Sample.from_dict(loads_record(line, ""), "sample")
+                except SchemaError as e:
+                    raise SchemaError(f"{path}:{lineno}: {e}") from None
+                n += 1
+                yield sample
+    except (IsADirectoryError, PermissionError) as e:
+        raise SchemaError(f"{path}: cannot read the file ({e.strerror})") from None
+
+
 def read_jsonl(path: str, limit: int | None = None) -> list[Sample]:
     """Read canonical JSONL; every error is a SchemaError naming the file, the line and the field or cause.
 
     Each line is decoded on its own: invalid UTF-8, text that is not JSON, nesting deeper than
     `MAX_RECORD_DEPTH`, NaN/Infinity, integers over Python's digit limit and records that do not fit
     the schema all stop the read at `file:line`. A compressed or binary file fails at its first line.
-    A missing file raises FileNotFoundError.
+    A missing file raises FileNotFoundError. `iter_jsonl` reads the same lines one at a time.
     """
-    out: list[Sample] = []
-    try:
-        with open(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
-                try:
-                    line = decode_line(raw, "")
-                    if not line.strip():
-                        continue
-                    out.append(Sample.from_dict(loads_record(line, ""), "sample"))
-                except SchemaError as e:
-                    raise SchemaError(f"{path}:{lineno}: {e}") from None
-                if limit is not None and len(out) >= limit:
-                    break
-    except (IsADirectoryError, PermissionError) as e:
-        raise SchemaError(f"{path}: cannot read the file ({e.strerror})") from None
-    return out
+    return list(iter_jsonl(path, limit))
 
 
 def write_jsonl(samples: Iterable[Sample], path: str) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
 from tooltune.environments import ENVIRONMENTS
+from tooltune.environments.mcp import McpSettings
 from tooltune.generation import trajectory_budget
 from tooltune.prompts import PromptControls, system_prompt_text
 from tooltune.prompts import resolve_template as _resolve_template
@@ -141,6 +142,12 @@ class GRPOSection:
         0.0,
         "Stop after this much GRPO training time in seconds, held-out evaluations excluded (0 = no limit).",
         min=0,
+    )
+    max_seconds_clock: str = option(
+        "wall",
+        "Clock of max_seconds: wall (elapsed time) or cpu (this process's CPU time, all threads: equal "
+        "compute whatever else runs on the machine; on a GPU it counts the host's work only).",
+        ("wall", "cpu"),
     )
     learning_rate: float = option(1e-6, "Peak learning rate.", min_exclusive=0)
     lr_scheduler: str = option(
@@ -276,6 +283,7 @@ class TrainConfig:
     filter: FilterConfig = section(FilterConfig, "Pre-rollout filtering.")
     downsample: DownsampleConfig = section(DownsampleConfig, "Rollout down-sampling.")
     agentic: AgenticConfig = section(AgenticConfig, "Multi-turn episodes with executed tool calls.")
+    mcp: McpSettings = section(McpSettings, "MCP servers of agentic tasks on the mcp environment.")
     diagnostics: DiagnosticsConfig = section(DiagnosticsConfig, "Diagnostics.")
 
     def validate(self) -> TrainConfig:
@@ -350,9 +358,9 @@ class TrainConfig:
         """data.train (required) and data.val (when set) must be files; ConfigError naming the key."""
         if not self.data.train:
             raise ConfigError("data.train: required (a canonical JSONL file)")
-        config_mechanism.require_file("data.train", self.data.train)
+        _require_input("data.train", self.data.train)
         if self.data.val:
-            config_mechanism.require_file("data.val", self.data.val)
+            _require_input("data.val", self.data.val)
         return self
 
     def check_model(self) -> TrainConfig:
@@ -365,6 +373,36 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+def _require_input(key: str, path: str) -> None:
+    """`require_file`, saying where a missing relative path was looked for: a config's paths are read
+    from the working folder (where tooltune runs), not from the config file's folder, so the presets in
+    configs/ name data/... as seen from the repository root."""
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists():
+        raise ConfigError(
+            f"{key}: file not found: {path} (looked for in the working folder {Path.cwd()}: relative paths "
+            "in a config are read from where tooltune runs, not from the config file's folder; "
+            "docs/data.md, 'Training data for the presets', says how to make the presets' files)"
+        )
+    config_mechanism.require_file(key, path)
+
+
+QUICKSTART_KEYS = frozenset({"train", "extends", "threads", "warm_start", "task", "model_size", "evaluation"})
+"""Top-level keys of a quickstart config (`tooltune.quickstart.config`) that a training config lacks:
+its `train:` section is a training config without data or model paths (the quickstart fills them)."""
+
+
+def _refuse_quickstart_config(path: str | Path) -> None:
+    data = config_mechanism.read_yaml(path)
+    if isinstance(data.get("train"), dict) or "extends" in data:
+        found = ", ".join(sorted(QUICKSTART_KEYS & set(data)))
+        raise ConfigError(
+            f"config: {path} is a quickstart config (keys {found}), not a training config: run it with "
+            f"`tooltune quickstart --config {path}`; `tooltune train --config DIR/train.yaml` then runs "
+            "the SFT and GRPO of the quickstart run in DIR again"
+        )
+
 
 def resolve_template(spec: str, key: str = "data.template") -> str:
     """The registered template name for `spec` (`tooltune.prompts.resolve_template`): a registered name,
@@ -393,8 +431,11 @@ def load_config(
 ) -> TrainConfig:
     """Load a YAML preset (optional), apply dotted overrides, validate.
 
-    overrides: {"grpo.temperature": 0.7} or the CLI list ["--grpo.temperature", "0.7", ...].
+    overrides: {"grpo.temperature": 0.7} or the CLI list ["--grpo.temperature", "0.7", ...]. A
+    quickstart config (configs/quickstart.yaml) is refused with the command that takes it.
     """
+    if path:
+        _refuse_quickstart_config(path)
     return config_mechanism.load(TrainConfig, path, overrides)
 
 def dump_config(cfg: TrainConfig, path: str | Path) -> None:

@@ -26,11 +26,14 @@ from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import grammar_for, row_tools
+from tooltune.training.report import reward_ends
 
 logger = logging.getLogger(__name__)
 
 HELDOUT_KEY = "tooltune/heldout_exact_match"
-"""Metrics key of the greedy held-out exact match (`HeldOutEval`)."""
+"""Metrics key of the greedy exact match on the validation rows (`data.val`; `HeldOutEval`)."""
+HELDOUT_SAMPLES_KEY = "tooltune/heldout_samples"
+"""Metrics key of the number of validation rows behind each `HELDOUT_KEY` point (its standard error)."""
 
 
 class RegionTagger:
@@ -116,15 +119,18 @@ class MetricsLogger(TrainerCallback):
     A record is {"stage", "step", "epoch", "time", "train_s", "train_cpu_s", <numeric log values>}:
     "time" is the wall time since this process started training, "train_s" / "train_cpu_s" the
     training time of `clock` (held-out evaluations excluded; continued across a resume when the clock
-    is given the earlier run's time). `max_seconds` > 0 stops training once `clock.seconds` reaches it.
+    is given the earlier run's time). `max_seconds` > 0 stops training once the training time on
+    `budget_clock` reaches it: "wall" (`clock.seconds`) or "cpu" (`clock.cpu_seconds`).
     """
 
     def __init__(
-        self, path: str | Path, stage: str, max_seconds: float = 0.0, clock: TrainingClock | None = None
+        self, path: str | Path, stage: str, max_seconds: float = 0.0, clock: TrainingClock | None = None,
+        budget_clock: str = "wall",
     ) -> None:
         self.path = Path(path)
         self.stage = stage
         self.max_seconds = max_seconds
+        self.budget_clock = budget_clock
         self.clock = clock or TrainingClock()
         self.t0 = time.perf_counter()
 
@@ -133,7 +139,8 @@ class MetricsLogger(TrainerCallback):
         self.clock.start()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if self.max_seconds and self.clock.seconds >= self.max_seconds:
+        spent = self.clock.cpu_seconds if self.budget_clock == "cpu" else self.clock.seconds
+        if self.max_seconds and spent >= self.max_seconds:
             control.should_training_stop = True
 
     def on_log(
@@ -180,7 +187,7 @@ class StepProgress(TrainerCallback):
     ) -> None:
         if self.bar is None or not logs:
             return
-        for key, name in (("reward", "reward"), ("loss", "loss"), (HELDOUT_KEY, "held-out")):
+        for key, name in (("reward", "reward"), ("loss", "loss"), (HELDOUT_KEY, "val")):
             if isinstance(logs.get(key), (int, float)):
                 self.postfix[name] = f"{logs[key]:.3f}"
         self.bar.set_postfix(self.postfix, refresh=False)
@@ -282,9 +289,10 @@ class HeldOutEval(TrainerCallback):
                 )
         self.history.append({"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc})
         if at_end:  # outside a logging step (start or end of training): write a record of its own
-            self.trainer.log({HELDOUT_KEY: acc})
+            self.trainer.log({HELDOUT_KEY: acc, HELDOUT_SAMPLES_KEY: len(self.rows)})
         else:  # joins the record the trainer logs for this step
             self.trainer._metrics["train"][HELDOUT_KEY].append(acc)
+            self.trainer._metrics["train"][HELDOUT_SAMPLES_KEY].append(len(self.rows))
         logger.info(
             "step %d: held-out exact match %.4f on %d samples", state.global_step, acc, len(self.rows)
         )
@@ -322,13 +330,15 @@ def read_metrics(path: str | Path, stage: str | None = None) -> list[dict[str, A
 
 
 def heldout_curve(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Held-out accuracy against training time: [{"step", "train_s", "accuracy"}] from log records.
+    """Validation accuracy against training time: [{"step", "train_s", "accuracy"}, plus "n" (the rows
+    evaluated) when logged] from log records.
 
     With `run.logging_steps` 1 every point carries its own step; with more, a point made between two
     logging steps is reported at the next one. A step evaluated twice (a run resumed at its last
     step evaluates it again) keeps its last point."""
     points = {
         r["step"]: {"step": r["step"], "train_s": r.get("train_s", 0.0), "accuracy": r[HELDOUT_KEY]}
+        | ({"n": round(r[HELDOUT_SAMPLES_KEY])} if HELDOUT_SAMPLES_KEY in r else {})
         for r in records
         if HELDOUT_KEY in r
     }
@@ -349,12 +359,11 @@ def grpo_summary(path: str | Path, stage: str = "grpo") -> dict[str, Any]:
     """What a GRPO run measured, from its metrics file.
 
     steps; train_wall_s / train_cpu_s (training time, held-out evaluations excluded); the sums of
-    `STEP_TOTALS`; reward_first / reward_last (mean training reward over the first and last tenth of
-    the steps); log (the per-step records); curve (`heldout_curve`)."""
+    `STEP_TOTALS`; reward_first / reward_last / reward_window (`training.report.reward_ends`); log
+    (the per-step records); curve (`heldout_curve`)."""
     records = read_metrics(path, stage)
     steps = [r for r in records if "reward" in r]
     rewards = [r["reward"] for r in steps]
-    k = max(1, len(rewards) // 10)
     out: dict[str, Any] = {
         "steps": max((r["step"] for r in records), default=0),
         "train_wall_s": max((r.get("train_s", 0.0) for r in records), default=0.0),
@@ -362,8 +371,7 @@ def grpo_summary(path: str | Path, stage: str = "grpo") -> dict[str, Any]:
     }
     for name, key in STEP_TOTALS.items():
         out[name] = sum(r.get(key, 0.0) for r in steps)
-    out["reward_first"] = sum(rewards[:k]) / k if rewards else float("nan")
-    out["reward_last"] = sum(rewards[-k:]) / k if rewards else float("nan")
+    out["reward_first"], out["reward_last"], out["reward_window"] = reward_ends(rewards)
     out["log"] = steps
     out["curve"] = heldout_curve(records)
     return out

@@ -12,12 +12,20 @@ the list covers every method the trainer overrides.
 from __future__ import annotations
 
 import inspect
+import logging
+import os
 from importlib import metadata
 from typing import Any
 
 from packaging.version import Version
 
 from tooltune.config import UserError
+
+logger = logging.getLogger(__name__)
+
+ALLOW_ENV = "TOOLTUNE_ALLOW_UNSUPPORTED_ENGINE"
+"""Set to 1 to run on an unsupported TRL / transformers anyway (a warning instead of the refusal): the
+overridden private methods may have changed, so check the run's metrics against a supported version."""
 
 SUPPORTED: dict[str, tuple[str, str]] = {
     "trl": ("1.16.0", "1.17"),
@@ -87,11 +95,15 @@ def version_problem(package: str, installed: str) -> str | None:
 
 def check_engine_versions() -> None:
     """Raise `EngineVersionError` (one line naming the supported range) unless the installed TRL and
-    transformers are in `SUPPORTED`."""
+    transformers are in `SUPPORTED`; with `TOOLTUNE_ALLOW_UNSUPPORTED_ENGINE=1` only warn."""
     for package in SUPPORTED:
         problem = version_problem(package, metadata.version(package))
-        if problem is not None:
-            raise EngineVersionError(problem)
+        if problem is None:
+            continue
+        if os.environ.get(ALLOW_ENV) == "1":
+            logger.warning("%s (running anyway: %s=1)", problem, ALLOW_ENV)
+        else:
+            raise EngineVersionError(f"{problem} (or set {ALLOW_ENV}=1 to run anyway, unchecked)")
 
 
 def installed_parameters() -> dict[str, str]:

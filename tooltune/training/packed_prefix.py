@@ -22,19 +22,26 @@ Nothing crosses the forward: no KV cache, no second pass before backward. So eve
 checkpointed (`gradient_checkpointing` recomputes a layer from its saved inputs, the pattern included),
 and DDP (static graph too), FSDP and DeepSpeed see one plain forward and backward.
 
-The pattern reaches the layers through the model's own `attention_mask` argument: transformers' mask
-builder (`masking_utils.create_causal_mask`) hands a prepared 4D mask to the layers unchanged, and the
-attention function the model was loaded with (its `config._attn_implementation`, registered in
-transformers' `AttentionInterface`) runs it:
+The pattern reaches the layers through the model's own arguments: transformers' mask builder
+(`masking_utils.create_causal_mask`) hands a prepared 4D mask to the layers unchanged, and the attention
+function the model runs (its `config._attn_implementation`, looked up in transformers'
+`AttentionInterface`) applies it:
 
+- `tooltune_packed` (`tooltune.training.packed_attention`, what the trainer switches an sdpa model to):
+  the blocks of the pattern as sdpa calls, computing only the pairs it allows; it gets them through the
+  `tt_packed` keyword, which transformers passes from the model's forward to every attention call, and a
+  placeholder mask;
 - `sdpa`: a boolean [G, 1, L, L] mask (True = attend); torch's kernels take an arbitrary mask, with no
   skipping of masked blocks (every one of the L^2 pairs is computed);
 - `eager`: the same as an additive float mask (0 or the dtype's minimum);
 - `flex_attention`: a `BlockMask` over the same rule; blocks that are entirely masked are skipped, so the
   cost follows the pairs a completion needs (its own segment and the prompt), not L^2.
 
-Flash-attention kernels take no arbitrary mask; models running them (and sliding-window, linear or hybrid
-attention, whose layers would get the full-attention pattern) are refused with a reason.
+Flash-attention kernels take no arbitrary mask; models running them, sliding-window, linear or hybrid
+attention (whose layers would get the full-attention pattern) and stateful models (whose state would run
+from one completion into the next) are refused with a reason (`packed_problem`). On CPU,
+`tooltune_packed` was 1.4-1.9x faster than the dense sdpa mask (docs/BENCHMARKS.md); flex_attention has
+no backward on CPU, and none of the three has been timed on a GPU yet (`tooltune bench gpu` does).
 """
 
 from __future__ import annotations
@@ -73,6 +80,8 @@ class PackedRows:
     """[k C] packed columns whose outputs predict completion tokens 0..C-1 of segments 0..k-1."""
     segments: int
     """k: segments per packed row."""
+    segment_length: int
+    """S = C + 1: positions per segment."""
 
 
 def implementation(model: Any) -> str:
@@ -101,7 +110,12 @@ def packed_problem(model: Any, prompt_columns: int) -> str | None:
         return "the model has no config"
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder models are not supported"
-    peft_config = getattr(model, "active_peft_config", None) or getattr(base, "active_peft_config", None)
+    inner = model
+    while not hasattr(inner, "active_peft_config") and isinstance(
+        getattr(inner, "module", None), torch.nn.Module
+    ):
+        inner = inner.module  # a PEFT model inside DDP / FSDP / DeepSpeed
+    peft_config = getattr(inner, "active_peft_config", None)
     if peft_config is not None and getattr(peft_config, "is_prompt_learning", False):
         return "a prompt-learning PEFT adapter adds virtual tokens to every row"
     if prompt_columns < 2:
@@ -169,6 +183,7 @@ def pack_rows(
         slot=slot,
         score_columns=score.reshape(-1),
         segments=k,
+        segment_length=c + 1,
     )
 
 
@@ -187,8 +202,7 @@ def attention_inputs(packed: PackedRows, kind: str, dtype: torch.dtype = torch.f
     passes through without building one), the others a mask."""
     if kind == PACKED_ATTENTION:
         groups, length = packed.input_ids.shape
-        k = packed.segments
-        s = (length - int((packed.segment == 0).sum())) // k
+        k, s = packed.segments, packed.segment_length
         placeholder = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=packed.valid.device)
         return {
             "attention_mask": placeholder.expand(groups, 1, length, length),

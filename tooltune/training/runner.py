@@ -20,7 +20,6 @@ import copy
 import json
 import logging
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,11 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
+from tooltune.environments.mcp import configure_mcp
 from tooltune.models import load_model_and_tokenizer
 from tooltune.prompts import check_history_reasoning, check_tool_support
 from tooltune.rewards import TRLRewardFunction
-from tooltune.rundir import RunLock, check_identity, write_identity
+from tooltune.rundir import RunLock, check_identity, check_inputs, write_identity
 from tooltune.training import lora
 from tooltune.training.agentic import AgenticRollout, EpisodeScorer
 from tooltune.training.config import (
@@ -64,6 +64,8 @@ from tooltune.training.diagnostics import (
 )
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.grpo import STATE_FILE, ToolTuneGRPOTrainer
+from tooltune.training.resume import last_complete_checkpoint as resume_checkpoint
+from tooltune.training.resume import run_inputs
 from tooltune.training.selection import PromptFilter
 from tooltune.training.sft import SFT_STATE, SFTLoop, run_sft_torch, run_sft_trl
 from tooltune.training.update_plan import plan_for_run
@@ -75,17 +77,9 @@ def last_complete_checkpoint(
     folder: str | Path, markers: tuple[str, ...] = (STATE_FILE, "trainer_state.json")
 ) -> str | None:
     """Newest checkpoint-N holding every marker file (our state file is written last, so a kill
-    mid-save is never picked); `markers=(SFT_STATE,)` for the torch SFT loop's checkpoints."""
-    best, best_step = None, -1
-    p = Path(folder)
-    if not p.is_dir():
-        return None
-    for child in p.iterdir():
-        m = re.fullmatch(r"checkpoint-(\d+)", child.name)
-        complete = m and all((child / name).is_file() for name in markers)
-        if complete and int(m.group(1)) > best_step:
-            best, best_step = str(child), int(m.group(1))
-    return best
+    mid-save is never picked) whose files are whole (`resume.verify_checkpoint`; a damaged newer one
+    is skipped with a warning); `markers=(SFT_STATE,)` for the torch SFT loop's checkpoints."""
+    return resume_checkpoint(folder, markers)
 
 
 class _CheckpointMarker(TrainerCallback):
@@ -176,7 +170,8 @@ def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
 
 def _load(cfg: TrainConfig, path: str, cpu: bool) -> tuple[Any, Any]:
     dtype = "float32" if cpu else cfg.model.dtype
-    return load_model_and_tokenizer(path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code)
+    return load_model_and_tokenizer(path, dtype=dtype, trust_remote_code=cfg.model.trust_remote_code,
+                                    attn_implementation=cfg.model.attn_implementation or None)
 
 
 def _rows(cfg: TrainConfig, path: str, limit: int, key: str = "data.train") -> list[dict[str, Any]]:
@@ -192,21 +187,25 @@ def train(
 ) -> Path:
     """Run the enabled stages; with `resume`, continue from the last complete checkpoint of each stage.
 
-    The run folder is one run: its settings are recorded in `run.json`; `resume` continues only the same
-    settings (`rundir.RunMismatch` names every difference) and a finished run resumes to nothing; a
-    folder holding results is refused without `resume`; one process writes it at a time
-    (`rundir.RunFolderBusy`)."""
+    The run folder is one run: its settings and the content digests of its inputs (data files, model
+    folder: `resume.run_inputs`) are recorded in `run.json`; `resume` continues only the same settings
+    on the same inputs (`rundir.RunMismatch` names every difference, and each changed input with its
+    file) and a finished run resumes to nothing; a folder holding results is refused without `resume`;
+    one process writes it at a time (`rundir.RunFolderBusy`)."""
     check_engine_versions()  # the trainer overrides private TRL / transformers methods of these versions
     cfg = resolved(cfg.validate())
     if train_rows is None:
         cfg.check_data_files()
     run_dir = Path(cfg.run.output_dir)
-    identity = {"command": "train", "config": cfg.to_dict()}
+    inputs = run_inputs(cfg, train_rows, val_rows)
+    identity = {"command": "train", "config": cfg.to_dict(), "inputs": {k: d for k, (_, d) in inputs.items()}}
     if not _is_main():
         # Read-only, and only for other settings: the main process may be creating this very run.
+        check_inputs(run_dir, inputs)
         check_identity(run_dir, identity, resume=True)
         return _train(cfg, resume, reward_funcs, train_rows, val_rows)
     with RunLock(run_dir):
+        check_inputs(run_dir, inputs)  # a changed input named with its file, before the other fields
         if not check_identity(run_dir, identity, resume):
             write_identity(run_dir, identity)
         return _train(cfg, resume, reward_funcs, train_rows, val_rows)
@@ -404,6 +403,7 @@ def _grpo_stage(
     template = cfg.reward.template or cfg.data.template
     ag = cfg.agentic
     if ag.enabled:
+        configure_mcp(cfg.mcp)  # defaults of tasks on the mcp environment that name no server
         agentic = {"rollout_func": AgenticRollout(template, ag.max_turns,
                                                   ag.budget(cfg.grpo.max_completion_length), ag.environment)}
         scorer = EpisodeScorer(template, ag.max_turns, cfg.diagnostics.eval_max_new_tokens,
@@ -423,7 +423,9 @@ def _grpo_stage(
         region_fn=RegionTagger(tok, template) if cfg.diagnostics.entropy_split and not ag.enabled else None,
         **agentic,
     )
-    trainer.add_callback(MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds, clock))
+    trainer.add_callback(
+        MetricsLogger(metrics, "grpo", cfg.grpo.max_seconds, clock, cfg.grpo.max_seconds_clock)
+    )
     dg = cfg.diagnostics
     heldout = HeldOutEval(
         trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size, clock, scorer

@@ -20,8 +20,11 @@ The estimate (`update_bytes`) is deliberately simple and stated:
 - the tokens of one micro-batch on the shared path: its prompts once (ceil(rows / n) groups) plus every
   row's completion.
 
-Against the peaks measured on an H200 (docs/training.md: Qwen2.5 1.5B and 3B shapes, bf16, the KV-cache
-shared update) this formula under-estimates by 10-25%, which `FIT_SHARE` = 0.75 covers.
+Against the peaks measured on an H200 (docs/training.md: Qwen2.5 0.5B, 1.5B and 3B shapes, bf16, the
+KV-cache shared update, no optimizer; counted with materialised logits, `logits=True`, which is what
+fits them) this formula reads between 2% under and 28% over (tests/test_training_update_plan.py);
+`FIT_SHARE` = 0.75 leaves room for what it leaves out (allocator fragmentation, the CUDA context,
+generation's buffers).
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def update_bytes(
     completion_tokens: int,
     reference: bool = False,
     shards: int = 1,
+    moments: int = 2,
+    logits: bool = False,
 ) -> int:
     """Estimated peak bytes of one micro-batch's policy update on the shared path without checkpointing.
 
@@ -86,6 +91,10 @@ def update_bytes(
         prompt_tokens, completion_tokens: the longest prompt and completion.
         reference: a separate reference model is held (beta > 0 without LoRA).
         shards: processes the weights, gradients and moments are sharded over (FSDP, DeepSpeed), else 1.
+        moments: optimizer states per trainable weight (AdamW: 2; 0 for a bare forward + backward).
+        logits: the completions' full-vocabulary logits are materialised (a model's own head: float32
+            logits, their log-softmax and its gradient, 12 bytes per entry); the trainer's fused LM head
+            (TRL's) scores them in chunks instead, which this estimate leaves out.
     """
     hidden = config.hidden_size
     layers = config.num_hidden_layers
@@ -93,11 +102,12 @@ def update_bytes(
     heads = config.num_attention_heads
     head_dim = getattr(config, "head_dim", None) or hidden // heads
     kv_width = getattr(config, "num_key_value_heads", heads) * head_dim
-    state = (parameters * (1 + int(reference)) + 3 * trainable) * weight_bytes / shards
+    state = (parameters * (1 + int(reference)) + (1 + moments) * trainable) * weight_bytes / shards
     groups = math.ceil(rows / num_generations)
     tokens = groups * prompt_tokens + rows * (completion_tokens + 1)
     per_layer = tokens * layer_bytes_per_token(hidden, intermediate) + rows * prompt_tokens * 4 * kv_width
-    return int(state + layers * per_layer)
+    head = 12 * rows * completion_tokens * config.vocab_size if logits else 0
+    return int(state + layers * per_layer + head)
 
 
 def plan_checkpointing(estimate: int, device_bytes: int, reserved_share: float = 0.0) -> UpdatePlan:

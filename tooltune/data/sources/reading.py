@@ -20,6 +20,7 @@ from tooltune.data.sources.base import (
     SourceUnavailable,
     describe,
 )
+from tooltune.models.loading import hub_unreachable
 from tooltune.schema import (
     RecordValueError,
     compressed_format,
@@ -252,12 +253,25 @@ def iter_hub(dataset_id: str, split: str = "train", required: Sequence[str] = ()
     """Records of a Hugging Face hub dataset via `datasets.load_dataset` (needs network or HF cache).
 
     On an offline machine `load_dataset` fails; the error says to download the files elsewhere and
-    pass the local JSON/JSONL/parquet path with --input instead.
+    pass the local JSON/JSONL/parquet path with --input instead. When the hub does not answer
+    (`models.loading.hub_unreachable`: a connection within seconds) and the offline switches are not
+    set, that error comes at once, not after the hub client's retries; with HF_HUB_OFFLINE=1 the
+    datasets library reads its local cache.
     """
     try:
         import datasets  # deferred: datasets takes about a second to import
     except ImportError as e:  # pragma: no cover - datasets is a core dependency
         raise SourceUnavailable("the 'datasets' package is needed for hub datasets") from e
+    cache_only = any(os.environ.get(v, "").lower() in ("1", "true", "yes")
+                     for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    unreachable = None if cache_only else hub_unreachable()
+    if unreachable:
+        raise SourceUnavailable(
+            f"could not load hub dataset {dataset_id!r} (split {split!r}): the Hugging Face Hub cannot be "
+            f"reached ({unreachable}). Download the dataset's files where the hub is reachable and pass the "
+            "local JSON/JSONL/parquet file with --input instead (or, when the dataset is in the local "
+            "Hugging Face cache, set HF_HUB_OFFLINE=1 to read it from there)."
+        )
     try:
         ds = datasets.load_dataset(dataset_id, split=split)
     except Exception as e:  # network, auth and missing-dataset errors all land here

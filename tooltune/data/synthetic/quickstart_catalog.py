@@ -256,43 +256,83 @@ TRAIN_TOOLS: tuple[Tool, ...] = (
     ),
 )
 
-# Tools never offered in training: the second held-out split measures transfer to new tools.
+# Tools never offered in training: the second held-out split measures generalization to new tools.
+# Each is a new combination of pieces the training tools are made of, so that the split measures
+# composition rather than vocabulary: the name joins a verb and a noun of two different training
+# names (`book_` + `_flights`, each one token of the task's tokenizer), the parameters and their
+# value kinds are those of training tools, and the requests use the words of the training requests
+# ("Book a hotel", "Find flights"). Look-alikes pair unseen tools with each other, never with a
+# training tool, so the decision is which offered new tool the request means.
 UNSEEN_TOOLS: tuple[Tool, ...] = (
     Tool(
-        "get_time",
-        "Current local time in a city",
-        {"city": "city"},
-        ("What time is it in {city}?", "Local time in {city}, please.", "Tell me the time in {city}."),
-        None,
-        "city",
-    ),
-    Tool(
-        "rent_car",
-        "Rent a car",
-        {"city": "city", "days": "int:1:9"},
+        "book_flights",
+        "Book a flight between two cities",
+        {"origin": "city", "destination": "city"},
         (
-            "Rent a car in {city} for {days} days.",
-            "I need a rental car in {city} for {days} days.",
-            "Car hire in {city}, {days} days.",
+            "Book flights from {origin} to {destination}.",
+            "Book a flight to {destination} from {origin}.",
+            "Book me a flight from {origin} to {destination}.",
         ),
         None,
         None,
+        "book_trains",
     ),
     Tool(
-        "call_phone",
-        "Place a phone call",
-        {"to": "person"},
-        ("Call {to}.", "Phone {to} now.", "Give {to} a ring."),
+        "book_trains",
+        "Book a train between two cities",
+        {"origin": "city", "destination": "city"},
+        (
+            "Book a train from {origin} to {destination}.",
+            "Book train tickets to {destination} from {origin}.",
+            "Book me a train from {origin} to {destination}.",
+        ),
+        None,
+        None,
+        "book_flights",
+    ),
+    Tool(
+        "search_hotel",
+        "Search hotel rooms in a city",
+        {"city": "city", "nights": "int:1:9"},
+        (
+            "Search hotels in {city} for {nights} nights.",
+            "Search for a hotel room in {city}, {nights} nights.",
+            "Search a hotel in {city} for {nights} nights.",
+        ),
+        None,
+        "city",
+        "search_music",
+    ),
+    Tool(
+        "search_music",
+        "Search songs of a genre",
+        {},
+        ("Search for {enum} music.", "Search {enum} songs.", "Search the music library for {enum}."),
+        _GENRE,
+        None,
+        "search_hotel",
+    ),
+    Tool(
+        "send_forecast",
+        "Send a contact the weather forecast of a city",
+        {"to": "person", "city": "city"},
+        (
+            "Send {to} the forecast for {city}.",
+            "Send the {city} forecast to {to}.",
+            "Send {to} the weather forecast for {city}.",
+        ),
         None,
         "to",
+        "play_news",
     ),
     Tool(
-        "order_taxi",
-        "Order a taxi",
-        {"city": "city"},
-        ("Order a taxi in {city}.", "Get me a cab in {city}.", "I need a taxi in {city}."),
+        "play_news",
+        "Play news headlines aloud",
+        {},
+        ("Play the {enum} news.", "Play me the latest {enum} news.", "Play {enum} headlines."),
+        _TOPIC,
         None,
-        None,
+        "send_forecast",
     ),
 )
 

@@ -74,13 +74,26 @@ DOCS: dict[str, ToolDocs] = {
         "Play music of a genre.",
         {"genre": "Music genre."},
     ),
-    "get_time": ToolDocs("Get the current local time in a city.", {"city": "Name of the city."}),
-    "rent_car": ToolDocs(
-        "Rent a car in a city.",
-        {"city": "City of the rental office.", "days": "Number of rental days."},
+    "book_flights": ToolDocs(
+        "Book a seat on a flight between two cities.",
+        {"origin": "City the flight leaves from.", "destination": "City the flight goes to."},
+        {"seat": _opt("string", "Seat preference.", enum=["aisle", "window"])},
     ),
-    "call_phone": ToolDocs("Place a phone call to a contact.", {"to": "Name of the contact."}),
-    "order_taxi": ToolDocs("Order a taxi in a city.", {"city": "City of the pickup."}),
+    "book_trains": ToolDocs(
+        "Book a seat on a train between two cities.",
+        {"origin": "City the train leaves from.", "destination": "City the train goes to."},
+    ),
+    "search_hotel": ToolDocs(
+        "Search available hotel rooms in a city, without booking.",
+        {"city": "City to search.", "nights": "Length of the stay in nights."},
+        {"max_price": _opt("integer", "Highest price per night.")},
+    ),
+    "search_music": ToolDocs("Search the music library for songs of a genre.", {"genre": "Genre to search."}),
+    "send_forecast": ToolDocs(
+        "Send a contact the weather forecast for a city.",
+        {"to": "Contact who receives the forecast.", "city": "City of the forecast."},
+    ),
+    "play_news": ToolDocs("Read the latest headlines on a topic aloud.", {"topic": "News topic."}),
 }
 """Documentation of every requested tool (train and unseen)."""
 

@@ -30,6 +30,7 @@ from tooltune.data.sources.base import describe
 from tooltune.data.sources.reading import iter_file
 from tooltune.environments import ToolResult
 from tooltune.environments.acebench_apis.sandbox import FoodPlatform, MessageApi, Sandbox, end_to_end
+from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.acebench.official_decode import parse_agent_step
 from tooltune.evaluation.bfcl import entry_tools
 from tooltune.evaluation.verdict import Verdict
@@ -178,7 +179,11 @@ class SandboxExecutor:
         return self.e.tools
 
     def step(self, call: ToolCall) -> ToolResult:
-        out = self.sandbox.execute(call)
+        try:
+            with step_budget(STEP_SECONDS, call.name):
+                out = self.sandbox.execute(call)
+        except StepTimeout as e:  # a failed call, as ACEBench reports a call that raised
+            out = f"Error during execution: {e}"
         return ToolResult(out, error=out.startswith("Error during execution"))
 
 

@@ -43,7 +43,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SCORING = ("official", "corrected")
+from tooltune.evaluation.verdict import SCORING_MODES, check_scoring
+
+SCORING = SCORING_MODES
 CORRECTED_RULES: dict[str, str] = {
     "top_level_numbers": "top-level numbers and booleans are compared with the expected value (numbers by "
                          "value, booleans only equal booleans); officially they are only type-checked",
@@ -85,8 +87,7 @@ _OK: Result = (True, None)
 
 def rules_for(scoring: str) -> frozenset[str]:
     """The corrected rules a scoring mode applies: none for `official`, all for `corrected`."""
-    if scoring not in SCORING:
-        raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
+    check_scoring(scoring)
     return frozenset(CORRECTED_RULES) if scoring == "corrected" else frozenset()
 
 

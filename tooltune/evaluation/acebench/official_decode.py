@@ -36,8 +36,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from tooltune.evaluation.verdict import check_scoring
 from tooltune.parsing import Grammar, parse_completion
 from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
+from tooltune.parsing.python_calls import nesting_depth
 from tooltune.prompts import grammar_for
 from tooltune.schema import Parsed, ToolCall
 
@@ -124,8 +126,7 @@ def parse_agent_step(text: Any, template: str | Grammar, mode: str = "strict", m
     """One agent reply's calls. Under the `python` grammar (ACEBench's format) ACEBench's executor
     decoding (`decode_agent_step`, closing-bracket repair included) in both scoring modes: no corrected
     rule changes it. Other templates: their grammar's `parse_completion` under `mode`."""
-    if scoring not in ("official", "corrected"):
-        raise ValueError(f"scoring must be 'official' or 'corrected', got {scoring!r}")
+    check_scoring(scoring)
     grammar = grammar_for(template)
     if grammar.name != "python":
         return parse_completion(text, grammar, mode)
@@ -135,34 +136,11 @@ def parse_agent_step(text: Any, template: str | Grammar, mode: str = "strict", m
 
 
 def _parse(source: str) -> ast.expr:
-    if _depth(source) > MAX_DEPTH:
+    if nesting_depth(source, MAX_DEPTH) > MAX_DEPTH:
         raise _Refused(f"nesting deeper than {MAX_DEPTH}")
     with warnings.catch_warnings():  # the text is the model's: no warnings about `1[0]` or `'\\d'`
         warnings.simplefilter("ignore")
         return ast.parse(source, mode="eval").body
-
-
-def _depth(s: str) -> int:
-    """Maximum bracket depth outside string literals (a cheap bound before `ast.parse`)."""
-    depth = best = 0
-    quote = ""
-    escaped = False
-    for ch in s:
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch in "([{":
-            depth += 1
-            best = max(best, depth)
-        elif ch in ")]}":
-            depth -= 1
-    return best
 
 
 def _func_name(node: ast.Call) -> str:

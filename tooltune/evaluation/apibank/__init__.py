@@ -32,7 +32,7 @@ from tooltune.evaluation.apibank.extraction import (
     official_request,
 )
 from tooltune.evaluation.apibank.manager import TOOL_CLASSES, check, execute
-from tooltune.evaluation.verdict import Verdict, category_accuracy
+from tooltune.evaluation.verdict import SCORING_MODES, Verdict, category_accuracy, check_scoring
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
 from tooltune.schema import Sample, ToolCall
@@ -40,7 +40,7 @@ from tooltune.schema import Sample, ToolCall
 logger = logging.getLogger(__name__)
 
 LEVELS = ("level-1", "level-2")
-SCORINGS = ("official", "corrected")
+SCORINGS = SCORING_MODES
 TRUTH_KEY = "apibank_truth"
 CORRECTIONS = ("one_request_one_call", "python_values", "dialogue_state", "truth_executed",
                "delete_meeting_start_time", "unexecutable_truth")
@@ -107,8 +107,7 @@ def read_request(text: Any, template: str, mode: str = "strict", scoring: str = 
 def score(sample: Sample, level: str, text: Any, template: str, mode: str = "strict",
           scoring: str = "official") -> Verdict:
     """One API-Bank sample's verdict under `scoring` ("official" or "corrected"); never raises on `text`."""
-    if scoring not in SCORINGS:
-        raise ValueError(f"unknown scoring {scoring!r}; expected one of {', '.join(SCORINGS)}")
+    check_scoring(scoring)
     raw = sample.meta.get(TRUTH_KEY)
     if not isinstance(raw, Mapping):
         return Verdict(sample.id, level, False, "no_truth: the sample has no dialogue ground truth "

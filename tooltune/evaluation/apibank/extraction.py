@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.data.sources.apibank import parse_request_calls
-from tooltune.evaluation.apibank.specs import SPECS
+from tooltune.evaluation.apibank.tables import SPECS
 from tooltune.parsing.limits import MAX_BLOCK_CHARS
 from tooltune.schema import ToolCall
 

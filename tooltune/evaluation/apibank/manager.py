@@ -29,9 +29,7 @@ from tooltune.evaluation.apibank import (
     tools_schedule,
     tools_services,
 )
-from tooltune.evaluation.apibank.databases import DATABASES
-from tooltune.evaluation.apibank.lookups import LOOKUPS, RECORDED
-from tooltune.evaluation.apibank.specs import SPECS
+from tooltune.evaluation.apibank.tables import DATABASES, LOOKUPS, RECORDED, SPECS
 from tooltune.evaluation.apibank.tool import Tool, Unscorable
 
 TOOL_CLASSES: dict[str, type[Tool]] = {

@@ -4,7 +4,7 @@ search, dictionary, translation and the tool searcher.
 The official Dictionary, Translate, SearchEngine and ToolSearcher compute their answers online or with a
 model (a web dictionary, Google Translate, BM25 over NLTK tokens, paraphrase-MiniLM-L3-v2 embeddings), which
 cannot be reproduced offline. Ours answer the requests the dialogue files record with the recorded answer
-(`lookups.RECORDED`), everything around that answer (argument normalisation, language detection, the tool
+(`tables.RECORDED`), everything around that answer (argument normalisation, language detection, the tool
 searcher's output built from today's descriptions, the checks) as officially; any other request is
 `Unscorable`.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tooltune.evaluation.apibank.specs import LANGUAGES, SPECS
+from tooltune.evaluation.apibank.tables import LANGUAGES, SPECS
 from tooltune.evaluation.apibank.tool import Tool, Unscorable, same_outcome, same_result
 
 

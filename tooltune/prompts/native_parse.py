@@ -1,0 +1,336 @@
+"""A model's own response parser, bounded: transformers' `parse_response` under tooltune's limits.
+
+A model family's answer format is described by a response template (TRL's
+`trl.chat_template_utils.add_response_schema` attaches one per known chat template; recent checkpoints
+ship their own), and transformers parses assistant text with it (`tokenizer.parse_response`, the same
+`transformers.utils.chat_parsing.parse_response` called here). That parser is regex-driven and was not
+written for hostile text: a ``<parameter=…>`` value of whitespace without its closing tag backtracks
+cubically (5,000 characters took two minutes), a zero-width reasoning opener that looks ahead for
+``</think>`` rescans the rest of the text at every position, every open or close marker starts another
+scan of the remaining text, and deep JSON raises RecursionError. `ResponseFormat.decode` runs it only on
+text that passes linear checks, so that the parser's work stays linear in the text length:
+
+- at most `MAX_NATIVE_CHARS` characters in all (the parser reads the reasoning too);
+- each marker that opens a region (a literal, or the literal head of a pattern; a pattern without one
+  is counted by its matches) and the marker that ends the free text occurs at most `MAX_CALLS` times;
+- the head and tail of each argument tag (``<parameter=`` … ``</parameter>``) alternate, so that every
+  lazy scan of a value stops at its own tail;
+- a reasoning opener that only looks ahead for its closing tag is anchored where the scan starts
+  (``\\G``), which matches exactly where the unanchored one would first match.
+
+Anything the parser still raises is a failed format with the reason; decoded calls are checked for
+shape (a name, an object of arguments), count and nesting depth. `decode` never raises.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tooltune.parsing import MAX_CALLS, MAX_DEPTH
+from tooltune.schema import Parsed, ToolCall
+
+logger = logging.getLogger(__name__)
+
+MAX_NATIVE_CHARS = 200_000
+"""Longest answer a model's own response parser reads (reasoning included: it is one of the regions the
+parser reads)."""
+
+_META = set(".^$*+?{}[]()|")
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_LOOKAHEAD_ANY = ("(?=[\\s\\S]*?", "(?=.*?")
+
+
+def _regex_tokens(pattern: str) -> list[str | None]:
+    """`pattern` as a list of its mandatory literal characters, None for anything else (a class, a group
+    bracket, an alternation, a quantified character); a top-level alternation makes it all None."""
+    out: list[str | None] = []
+    i, depth = 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            n = pattern[i + 1]
+            out.append(_ESCAPES.get(n, None if n.isalnum() else n))
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1 + (pattern[i + 1 : i + 2] == "^")
+            j += pattern[j : j + 1] == "]"
+            while j < len(pattern) and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            out.append(None)
+            i = j + 1
+            continue
+        if c in "*?{" and out:
+            out[-1] = None  # the quantified token is optional
+        if c == "|" and depth == 0:
+            return [None]
+        depth += (c == "(") - (c == ")")
+        out.append(None if c in _META else c)
+        i += 1
+    return out
+
+
+def literal_head(pattern: str) -> str:
+    """The literal text every match of `pattern` starts with ("" when none)."""
+    head = []
+    for t in _regex_tokens(pattern):
+        if t is None:
+            break
+        head.append(t)
+    return "".join(head)
+
+
+def literal_tail(pattern: str) -> str:
+    """The literal text every match of `pattern` ends with ("" when none)."""
+    tail = []
+    for t in reversed(_regex_tokens(pattern)):
+        if t is None:
+            break
+        tail.append(t)
+    return "".join(reversed(tail))
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    if limit < 0:
+        return True
+    if isinstance(value, dict):
+        return any(_too_deep(v, limit - 1) for v in value.values() if isinstance(v, (dict, list)))
+    if isinstance(value, list):
+        return any(_too_deep(v, limit - 1) for v in value if isinstance(v, (dict, list)))
+    return False
+
+
+@dataclass(frozen=True)
+class _Marker:
+    """A region marker whose occurrences are capped: a literal (counted with `str.count`) or a compiled
+    pattern without a literal head (its matches counted, stopping past the cap)."""
+
+    what: str
+    literal: str = ""
+    pattern: Any = None
+
+    def over(self, text: str, cap: int) -> bool:
+        if self.literal:
+            return text.count(self.literal) > cap
+        n = 0
+        for _ in self.pattern.finditer(text):
+            n += 1
+            if n > cap:
+                return True
+        return False
+
+
+def _text_values(spec: dict[str, Any]) -> bool:
+    """Whether the format writes argument values as bare text (``<parameter=days>\\n3\\n</parameter>``):
+    a value parser named ``text`` (TRL sets it where transformers can type values by the tools)."""
+    return any(((f.get("content_args") or {}).get("value_parser") or {}).get("name") == "text"
+               for f in spec.get("fields", {}).values())
+
+
+_PYTHON_WORDS = {"True": True, "False": False, "None": None}
+
+
+def read_bare_value(text: str) -> Any:
+    """A bare-text argument value read without the tool's schema: JSON where it is JSON (``3``, ``[1]``,
+    ``null``), Python's spelling of a boolean or None (``True``, as a chat template's ``string`` filter
+    writes it), else the text itself. Ambiguous by nature: a string argument "75001" reads as 75001."""
+    if len(text) > MAX_NATIVE_CHARS:
+        return text
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return _PYTHON_WORDS.get(text.strip(), text)
+
+
+def _anchored_lookaheads(spec: dict[str, Any]) -> dict[str, Any]:
+    """`spec` with each zero-width opener of the form ``(?=[\\s\\S]*?X)`` anchored at the scan start.
+
+    Such an opener holds at a position exactly when X occurs at or after it, so it holds at the scan
+    start whenever it holds anywhere after it: ``\\G`` finds the same match in one scan instead of one
+    scan per position."""
+    spec = copy.deepcopy(spec)
+    for f in spec.get("fields", {}).values():
+        p = f.get("open_pattern")
+        if isinstance(p, str) and p.startswith(_LOOKAHEAD_ANY):
+            f["open_pattern"] = "\\G" + p
+    return spec
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """One response template, compiled, with the context its parser needs and the checks that bound it.
+
+    `prefix` is the end of the generation prompt (what the chat template writes before the model's
+    first token: the parser must see an opened ``<think>`` there); `terminator` is appended to a text
+    that does not end with it (a completion cut at its end-of-turn token, when the format needs that
+    token to close a call, as Llama 3.1's does); "" appends nothing."""
+
+    spec: dict[str, Any]
+    prefix: str = ""
+    terminator: str = ""
+    _parser: Callable[..., Any] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _plain: Any = field(default=None, repr=False, compare=False)
+    text_values: bool = field(default=False, compare=False)
+    """Argument values are written as bare text: read by the tools' schemas, else by `read_bare_value`."""
+    _markers: tuple[_Marker, ...] = field(default=(), repr=False, compare=False)
+    _paired: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+    call_heads: tuple[str, ...] = field(default=(), compare=False)
+    """Literal heads of the call opener: found in the free text of a strict answer, a call did not parse."""
+    reasoning_heads: tuple[str, ...] = field(default=(), compare=False)
+    """Literal openers of the reasoning region: a strict answer has at most one."""
+    reasoning_field: str | None = field(default=None, compare=False)
+    """The message key of the reasoning region (``reasoning_content``, ``thinking``), None without one."""
+    literals: tuple[str, ...] = field(default=(), compare=False)
+    """Every literal marker of the format (region openers and closers)."""
+
+    @classmethod
+    def build(cls, spec: dict[str, Any], prefix: str = "", terminator: str = "") -> ResponseFormat:
+        """Compile `spec` (a transformers response template dict); ValueError when it does not load."""
+        # deferred: transformers is heavy; a response format only exists where a tokenizer does
+        from transformers.utils.chat_parsing import ResponseParser
+        from transformers.utils.chat_parsing.response_templates import load_response_template
+
+        plain = load_response_template(_anchored_lookaheads(spec))
+        markers, heads, reasoning_opens = [], [], []
+        for name, f in plain.fields.items():
+            what = "calls" if name == "tool_calls" else f"{name} openings"
+            if f.open_re is not None and not f.open_re.pattern.startswith("\\G"):
+                found = list(f.open_literals or []) or [literal_head(f.open_re.pattern)]
+                if all(found):
+                    markers += [_Marker(f"{what} ({lit.strip()!r})", literal=lit) for lit in found]
+                else:
+                    markers.append(_Marker(what, pattern=f.open_re))
+                if name == "tool_calls":
+                    heads += [h for h in found if h]
+                elif name not in ("content", "role"):
+                    reasoning_opens += [h for h in found if h]
+            if name == plain.implicit and f.close_re is not None:
+                lits = list(f.close_literals or []) or [literal_head(f.close_re.pattern)]
+                if all(lits):
+                    markers += [_Marker(f"{lit.strip()!r} markers", literal=lit) for lit in lits]
+                else:
+                    markers.append(_Marker(f"ends of the {name}", pattern=f.close_re))
+        paired = []
+        for f in plain.fields.values():
+            tag = (f.content_args or {}).get("tag_pattern")
+            if isinstance(tag, str) and literal_head(tag) and literal_tail(tag):
+                paired.append((literal_head(tag), literal_tail(tag)))
+        reasoning = [n for n in plain.fields if n not in ("tool_calls", "content", "role")]
+        literals = {lit for f in plain.fields.values() for lit in (*(f.open_literals or ()),
+                    *(f.close_literals or ()), *(literal_head(r.pattern) for r in (f.open_re, f.close_re) if r))}
+        return cls(spec, prefix, terminator, ResponseParser, plain, _text_values(spec), tuple(markers), tuple(paired),
+                   tuple(heads), tuple(reasoning_opens), reasoning[0] if reasoning else None,
+                   tuple(sorted(lit for lit in literals if lit)))
+
+    def with_context(self, prefix: str, terminator: str) -> ResponseFormat:
+        """The same compiled format with another generation-prompt end and terminator."""
+        return ResponseFormat(self.spec, prefix, terminator, self._parser, self._plain, self.text_values,
+                              self._markers, self._paired, self.call_heads, self.reasoning_heads,
+                              self.reasoning_field, self.literals)
+
+    def anchor_starts(self, text: str) -> list[int]:
+        """Where the template's start anchor (the head of an assistant turn) matches in `text`."""
+        return [m.start() for m in self._plain.start_anchor_re.finditer(text)]
+
+    def limit_problem(self, text: str) -> str | None:
+        """Why `text` is refused before parsing (length, marker counts, unpaired argument tags), or None."""
+        if len(text) > MAX_NATIVE_CHARS:
+            return f"answer longer than {MAX_NATIVE_CHARS} characters"
+        for m in self._markers:
+            if m.over(text, MAX_CALLS):
+                return f"more than {MAX_CALLS} {m.what}"
+        for head, tail in self._paired:
+            pos, n = 0, 0
+            while (start := text.find(head, pos)) >= 0:
+                end = text.find(tail, start + len(head))
+                nxt = text.find(head, start + len(head))
+                if end < 0 or (0 <= nxt < end):
+                    return f"{head}… without its {tail}"
+                pos, n = end + len(tail), n + 1
+            if text.count(tail) != n:
+                return f"{tail} without its {head}…"
+        return None
+
+    def message(self, text: str, tools: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The parser's message for `text` (no checks: `decode` runs them first); `tools` types bare-text
+        arguments by their JSON schemas (transformers' own casting)."""
+        if self.terminator and not text.rstrip().endswith(self.terminator.strip()):
+            text += self.terminator
+        parser = self._parser(self._plain, prefix=self.prefix, tools=list(tools) if tools else None)
+        # what `parse_response` does (feed, then finalize) without the streaming pass: on a complete text
+        # it finds the same regions, and its partial matching is quadratic in the regex module for some
+        # openers (LFM2.5's, on text full of "<|")
+        parser._buffer += text
+        message, _ = parser.finalize()
+        return message
+
+    def decode(self, text: str, mode: str, tools: Sequence[dict[str, Any]] | None = None) -> Parsed:
+        """`text` -> Parsed under the model's own parser and tooltune's limits; never raises.
+
+        The format holds when the parser reads the text and every call it finds is a well-formed call
+        (a non-empty name, an object of arguments nested at most `MAX_DEPTH` deep, at most `MAX_CALLS`
+        calls). ``strict`` also requires that the free text hold no call opener (a call that the parser
+        could not read)."""
+        problem = self.limit_problem(text)
+        if problem is not None:
+            return Parsed(None, None, False, problem)
+        try:
+            msg = self.message(text, tools)
+        except RecursionError:
+            return Parsed(None, None, False, f"nesting deeper than {MAX_DEPTH}")
+        except Exception as e:  # the parser raises ValueError/KeyError/TypeError on malformed regions
+            return Parsed(None, None, False, f"the response parser refused it ({type(e).__name__}: {str(e)[:80]})")
+        parsed = self._verdict(msg, typed=bool(tools))
+        if mode == "strict" and parsed.format_ok:
+            return self._strict(text, msg, parsed)
+        return parsed
+
+    def _strict(self, text: str, msg: dict[str, Any], parsed: Parsed) -> Parsed:
+        """`parsed`, failed when a reasoning opener occurs twice or a call opener is left in the free
+        text or the reasoning (a call the parser could not read)."""
+        for head in self.reasoning_heads:
+            if text.count(head) > 1:
+                return Parsed(parsed.reasoning, None, False, f"more than one {head.strip()!r}")
+        content = msg.get("content")
+        rest = (content if isinstance(content, str) else "") + (parsed.reasoning or "")
+        for head in self.call_heads:
+            if head in rest:
+                return Parsed(parsed.reasoning, None, False, f"{head.strip()!r} outside a call the parser reads")
+        return parsed
+
+    def _verdict(self, msg: Any, typed: bool) -> Parsed:
+        if not isinstance(msg, dict):
+            return Parsed(None, None, False, "the response parser returned no message")
+        reasoning = msg.get(self.reasoning_field) if self.reasoning_field else None
+        reasoning = reasoning.strip() if isinstance(reasoning, str) else None
+        raw = msg.get("tool_calls") or []
+        if not isinstance(raw, list):
+            return Parsed(reasoning, None, False, "tool calls are not a list")
+        if len(raw) > MAX_CALLS:
+            return Parsed(reasoning, None, False, f"more than {MAX_CALLS} calls")
+        calls = []
+        for i, item in enumerate(raw):
+            fn = item.get("function", item) if isinstance(item, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if not isinstance(name, str) or not name.strip():
+                return Parsed(reasoning, None, False, f"call {i} has no name")
+            args = fn.get("arguments", {})
+            if isinstance(args, str):  # OpenAI-style serialized arguments
+                try:
+                    args = json.loads(args) if args.strip() else {}
+                except (ValueError, RecursionError):
+                    return Parsed(reasoning, None, False, f"call {i} has arguments that are not JSON")
+            args = {} if args is None else args
+            if not isinstance(args, dict):
+                return Parsed(reasoning, None, False, f"call {i} has arguments that are not an object")
+            if self.text_values and not typed:
+                args = {k: read_bare_value(v) if isinstance(v, str) else v for k, v in args.items()}
+            if _too_deep(args, MAX_DEPTH - 1):
+                return Parsed(reasoning, None, False, f"nesting deeper than {MAX_DEPTH}")
+            calls.append(ToolCall(name.strip(), args))
+        return Parsed(reasoning, calls, True, None)

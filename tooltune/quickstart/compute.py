@@ -1,0 +1,82 @@
+"""Equal compute: the clocks a time budget counts, and training curves on them.
+
+A comparison "at equal time" between GRPO and continued SFT (the quickstart) or between GRPO variants
+(`bench/ablations.py`, `bench/efficiency.py`) must not depend on what else runs on the machine. Wall
+time does: on two cores shared with other jobs a step takes longer and fewer steps fit a budget. The
+`cpu` clock counts this process's CPU time (`time.process_time()`, every thread of the process), which
+other processes do not change. Use one torch thread per job on shared cores: spinning OpenMP threads
+that wait for a core burn CPU time without progress. On a GPU the CPU time counts only the host's
+share of the work; there, with the device to itself, wall time is the measure (`wall`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+CLOCKS = {
+    "cpu": "process CPU time (time.process_time: all threads of the process)",
+    "wall": "wall-clock time (time.perf_counter)",
+}
+"""Clock name -> what it counts (the reports print this)."""
+
+TRAIN_KEYS = {"cpu": "train_cpu_s", "wall": "train_wall_s"}
+"""Clock -> the key of a GRPO summary (`training.diagnostics.grpo_summary`) holding its training time."""
+
+
+def now(clock: str) -> float:
+    """The current reading of `clock` in seconds."""
+    if clock not in CLOCKS:
+        raise ValueError(f"unknown clock {clock!r}; choose from {sorted(CLOCKS)}")
+    return time.process_time() if clock == "cpu" else time.perf_counter()
+
+
+def grpo_curve(summary: dict[str, Any], clock: str) -> list[dict[str, Any]]:
+    """A GRPO run's validation curve (`summary["curve"]`) with "t" = its training time on `clock`
+    (held-out evaluations excluded), read from the per-step log records; the curve's first point (the
+    warm start, before any step) is at 0."""
+    if clock == "wall":
+        return [{**p, "t": p["train_s"]} for p in summary["curve"]]
+    cpu = {r["step"]: r["train_cpu_s"] for r in summary.get("log", []) if "train_cpu_s" in r}
+    curve = summary["curve"]
+    return [{**p, "t": cpu.get(p["step"], 0.0)} for p in curve if p["step"] == 0 or p["step"] in cpu]
+
+
+class BudgetWatch:
+    """Stops an `SFTLoop` once `budget` seconds of `clock` were spent training, and evaluates at given
+    training times on the way (`marks`: GRPO's evaluation times, so both curves share their x values).
+
+    Use as the loop's callback with `every=1`; the time spent inside the callback (the evaluations)
+    is not training time. `points` collects {"step", "t", "accuracy"}."""
+
+    def __init__(
+        self,
+        clock: str,
+        budget: float,
+        marks: Sequence[float] = (),
+        evaluate: Callable[[Any], float] | None = None,
+    ) -> None:
+        self.clock, self.budget = clock, budget
+        self.marks = sorted(m for m in marks if 0 < m <= budget)
+        self.evaluate = evaluate
+        self.points: list[dict[str, Any]] = []
+        self.start = now(clock)
+        self.excluded = 0.0
+
+    @property
+    def spent(self) -> float:
+        """Training time so far on the clock (evaluations excluded)."""
+        return now(self.clock) - self.start - self.excluded
+
+    def __call__(self, loop: Any) -> bool:
+        spent = self.spent
+        done = spent >= self.budget
+        if self.evaluate is not None and self.marks and (spent >= self.marks[0] or done):
+            while self.marks and self.marks[0] <= spent:
+                self.marks.pop(0)
+            t = now(self.clock)
+            acc = self.evaluate(loop)
+            self.excluded += now(self.clock) - t
+            self.points.append({"step": loop.step, "t": spent, "accuracy": acc})
+        return done
