@@ -35,7 +35,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "reward": {"components": {"correctness": 1.0, "format": 0.0}},
         "label": "binary without the reasoning format",
     },
-    "r2if": {"reward": {"components": {"binary": 3.0, "cer": 1.0, "smv": 1.0}}, "label": "R2IF 3·binary + CER + SMV"},
+    "r2if": {
+        "reward": {"components": {"binary": 3.0, "cer": 1.0, "smv": 1.0}},
+        "label": "R2IF 3·binary + CER + SMV",
+    },
 }
 """Variant -> its reward (training config `reward` fields; weight 0 = logged only) and label."""
 
@@ -107,7 +110,7 @@ def paired(a: dict[int, list[float]], b: dict[int, list[float]]) -> dict[str, An
 
 
 def verdict(diff: dict[str, Any], sign: int) -> tuple[str, str]:
-    """(reproduced / not reproduced / inconclusive, the reason) for a claim that variant - binary has `sign`."""
+    """(reproduced / not reproduced / inconclusive, why) for the claim "variant - binary has `sign`"."""
     z = diff["z"]
     if math.isnan(z):
         return "inconclusive", "not measured"
@@ -187,19 +190,21 @@ def table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         f"{meta.get('clock')} clock, {meta.get('threads')} thread(s). Accuracies in %, mean over seeds ± "
         "standard error over seeds; ACE ×100.",
         "",
-        "| variant | seeds | GRPO steps | held-out exact (strict format) | held-out calls only | unseen tools "
-        "(strict) | unseen calls only | ACE | paper |",
+        "| variant | seeds | GRPO steps | held-out exact (strict format) | held-out calls only "
+        "| unseen tools (strict) | unseen calls only | ACE | paper |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     w = summary.get("warm_start")
     if w:
-        lines.append(f"| warm start (SFT) | – | 0 | {_pct(w['heldout_exact'])} | {_pct(w['heldout_calls'])} | "
-                     f"{_pct(w['unseen_tools_exact'])} | {_pct(w['unseen_tools_calls'])} | "
+        lines.append(f"| warm start (SFT) | – | 0 | {_pct(w['heldout_exact'])} | "
+                     f"{_pct(w['heldout_calls'])} | {_pct(w['unseen_tools_exact'])} | "
+                     f"{_pct(w['unseen_tools_calls'])} | "
                      f"{100 * w['ace']:+.1f} ± {100 * w['ace_se']:.1f} | |")
     for v, r in summary["variants"].items():
         cells = [f"{_pct(r[m])} ± {_pct(r[f'{m}_se_seeds'])}" for m in METRICS[:4]]
         ace = f"{100 * r['ace']:+.1f} ± {_pct(r['ace_se_seeds'])}"
-        lines.append(f"| {VARIANTS[v]['label']} | {len(r['seeds'])} | {r['steps']:.0f} | {' | '.join(cells)} | "
+        lines.append(f"| {VARIANTS[v]['label']} | {len(r['seeds'])} | {r['steps']:.0f} | "
+                     f"{' | '.join(cells)} | "
                      f"{ace} | {PAPER[v]} |")
     lines += ["", "Differences against the binary reward, paired on the same samples and seeds (points; "
               "± standard error over samples / over seeds; z with the larger):", "",
@@ -209,16 +214,19 @@ def table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
         if v == "binary":
             continue
         lines.append(f"| {VARIANTS[v]['label']} | {_diff(r.get('heldout_exact_vs_binary'))} | "
-                     f"{_diff(r.get('heldout_calls_vs_binary'))} | {_diff(r.get('unseen_tools_exact_vs_binary'))} "
+                     f"{_diff(r.get('heldout_calls_vs_binary'))} | "
+                     f"{_diff(r.get('unseen_tools_exact_vs_binary'))} "
                      f"| {_diff(r.get('ace_vs_binary'))} |")
     lines += ["", "Against the warm start (paired, same notation):", "",
               "| variant | held-out exact | held-out calls only | unseen tools (strict) | ACE ×100 |",
               "|---|---|---|---|---|"]
     for v, r in summary["variants"].items():
         lines.append(f"| {VARIANTS[v]['label']} | {_diff(r.get('heldout_exact_vs_warm'))} | "
-                     f"{_diff(r.get('heldout_calls_vs_warm'))} | {_diff(r.get('unseen_tools_exact_vs_warm'))} | "
+                     f"{_diff(r.get('heldout_calls_vs_warm'))} | "
+                     f"{_diff(r.get('unseen_tools_exact_vs_warm'))} | "
                      f"{_diff(r.get('ace_vs_warm'))} |")
-    lines += ["", "Per seed (held-out exact / calls only / unseen strict / ACE ×100, GRPO steps, CPU s / wall s):",
+    lines += ["", "Per seed (held-out exact / calls only / unseen strict / ACE ×100, GRPO steps, "
+              "CPU s / wall s):",
               ""]
     for v, r in summary["variants"].items():
         cells = [f"seed {s}: {_pct(p['heldout_exact'])} / {_pct(p['heldout_calls'])} / "
@@ -257,15 +265,17 @@ def plot(runs: dict[str, dict[int, dict[str, Any]]], summary: dict[str, Any], cl
     ax.legend(fontsize=7)
     names = [v for v in VARIANTS if v in summary["variants"]]
     xs = range(len(names))
-    for k, (m, label) in enumerate((("heldout_exact", "held-out (strict)"), ("heldout_calls", "held-out (calls)"),
-                                    ("unseen_tools_exact", "unseen tools (strict)"))):
+    bars = (("heldout_exact", "held-out (strict)"), ("heldout_calls", "held-out (calls)"),
+            ("unseen_tools_exact", "unseen tools (strict)"))
+    for k, (m, label) in enumerate(bars):
         vals = [100 * summary["variants"][v][m] for v in names]
         errs = [100 * summary["variants"][v][f"{m}_se_seeds"] for v in names]
         errs = [0 if math.isnan(e) else e for e in errs]
         bx.bar([x + 0.27 * (k - 1) for x in xs], vals, width=0.27, yerr=errs, capsize=2, label=label)
     w = summary.get("warm_start")
     if w:
-        bx.axhline(100 * w["heldout_exact"], color="grey", linestyle="--", linewidth=1, label="warm start (strict)")
+        bx.axhline(100 * w["heldout_exact"], color="grey", linestyle="--", linewidth=1,
+                   label="warm start (strict)")
     bx.set_xticks(list(xs))
     bx.set_xticklabels([v.replace("_", "\n") for v in names], fontsize=8)
     bx.set_ylabel("accuracy (%), mean ± SE over seeds")

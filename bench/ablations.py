@@ -57,7 +57,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--profile", choices=tuple(PROFILES), default="quickstart", help="task profile (config)")
     ap.add_argument("--seeds", default="0,1,2", help="GRPO seeds (the warm start is the same for all)")
     ap.add_argument("--warm-seed", type=int, default=0, help="seed of the warm start (data, model, SFT)")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {list(VARIANTS)}")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"comma-separated subset of {list(VARIANTS)}")
     ap.add_argument("--budget-s", type=float, default=None, help="training time per run on --clock "
                     "(held-out evaluations excluded; default 150, --mini 3)")
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
@@ -70,6 +71,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--cer-max-new-tokens", type=int, default=48, help="longest student continuation")
     ap.add_argument("--shard", default="0/1", help="K/N: run every N-th run starting at the K-th")
     ap.add_argument("--warm-start", default="", help="quickstart run folder to reuse as the warm start")
+    ap.add_argument("--no-start-after", default="", metavar="HH:MM",
+                    help="start no run after this UTC time of day (finished runs are kept; rerun to go on)")
+    ap.add_argument("--diagnose-unseen", default="", metavar="NAME=DIR,...",
+                    help="only diagnose these checkpoints on the unseen tools (unseen_tools.json)")
     ap.add_argument("--summarize", action="store_true", help="only read the finished runs into the table")
     ap.add_argument("--mini", action="store_true", help="smoke-test sizes (seconds, not a measurement)")
     args = ap.parse_args(argv)
@@ -106,7 +111,8 @@ def variant_knobs(variant: str, seed: int, args: argparse.Namespace, base: Any, 
     reward = VARIANTS[variant]["reward"]
     params: dict[str, Any] = {}
     if "cer" in reward["components"]:
-        params["cer"] = cer_params(args, base.model_dir("sft"), run_dir.parent / f"{run_dir.name}_v_base.sqlite")
+        cache = run_dir.parent / f"{run_dir.name}_v_base.sqlite"
+        params["cer"] = cer_params(args, base.model_dir("sft"), cache)
     return {
         "reward.components": dict(reward["components"]),
         "reward.require_format": reward.get("require_format", True),
@@ -156,6 +162,47 @@ def evaluate(base: Any, model_dir: Path, args: argparse.Namespace, ace_cache: Pa
     return out
 
 
+def diagnose_unseen(base: Any, model_dir: Path, k: int) -> dict[str, Any]:
+    """Where a checkpoint stands on the unseen tools: greedy exact match; the share of greedy answers
+    that call only offered tools, and that call a training tool (never offered in this split: the
+    memorized name of the request's keyword); pass@k at temperature 1 (does sampling ever write the
+    new tool's call?)."""
+    from tooltune.data.synthetic.quickstart_task import TRAIN_TOOLS
+    from tooltune.generation import GenerationRequest
+    from tooltune.parsing import parse_calls
+    from tooltune.prompts import grammar_for, render_prompt
+    from tooltune.quickstart.run import backend, load
+    from tooltune.quickstart.stats import binomial
+    from tooltune.rewards.binary import binary_reward
+
+    t = base.cfg.train
+    model, tok = load(model_dir)
+    model.eval()
+    be = backend(base, model, tok)
+    samples = base.splits()["unseen_tools"]
+    grammar = grammar_for(t.data.template).name
+    train_names = {tool.name for tool in TRAIN_TOOLS}
+    out: dict[str, Any] = {}
+    for n, temperature in ((1, 0.0), (k, 1.0)):
+        longest = t.diagnostics.eval_max_new_tokens
+        requests = [GenerationRequest(messages=render_prompt(s, t.data), n=n, temperature=temperature,
+                                      max_new_tokens=longest, seed=0) for s in samples]
+        texts = be.generate(requests)
+        hits = [max(binary_reward(c, s.answer, template=t.data.template) for c in cs)
+                for cs, s in zip(texts, samples, strict=True)]
+        if n == 1:
+            out["exact"] = binomial(hits)
+            names = [[c.name for c in (parse_calls(cs[0], grammar).calls or [])] for cs in texts]
+            offered = [{tool.name for tool in s.tools} for s in samples]
+            out["calls_offered_only"] = binomial([1.0 if ns and set(ns) <= o else 0.0
+                                                  for ns, o in zip(names, offered, strict=True)])
+            out["calls_a_training_tool"] = binomial([1.0 if set(ns) & train_names else 0.0 for ns in names])
+            out["no_call"] = binomial([0.0 if ns else 1.0 for ns in names])
+        else:
+            out[f"pass_at_{k}"] = binomial(hits)
+    return out
+
+
 def one_run(base: Any, variant: str, seed: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     """Train (`bench/efficiency.train_variant`, the budget on --clock) and evaluate one (variant, seed)."""
     from bench.efficiency import train_variant
@@ -189,6 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     config = CONFIGS / PROFILES[profile]
     warm = Path(args.warm_start) if args.warm_start else folder / "warm_start"
     base = warm_start(config, args.warm_seed, args.threads, warm, {})
+    if args.diagnose_unseen:
+        found = {}
+        for item in args.diagnose_unseen.split(","):
+            name, _, path = item.partition("=")
+            found[name] = diagnose_unseen(base, Path(path), 8)
+            shown = ", ".join(f"{k} {v['accuracy']:.3f} ± {v['se']:.3f}" for k, v in found[name].items())
+            print(f"{name}: {shown}", flush=True)
+        (folder / "unseen_tools.json").write_text(json.dumps(found, indent=1))
+        return 0
     args.n_rl = len(base.splits()["train"])
     args.n_eval = min(args.curve_samples, len(base.splits()["heldout"]))
     meta = {"profile": profile, "config": f"configs/{config.name}", "warm_start": str(warm),
@@ -205,13 +261,18 @@ def main(argv: list[str] | None = None) -> int:
         if path.is_file():
             print(f"== {variant} seed {seed}: finished earlier, skipped", flush=True)
             continue
+        if args.no_start_after and time.strftime("%H:%M", time.gmtime()) >= args.no_start_after:
+            print(f"== {variant} seed {seed}: not started (--no-start-after {args.no_start_after} UTC)",
+                  flush=True)
+            continue
         result = one_run(base, variant, seed, args, folder)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(result))
         tmp.replace(path)  # a run is finished or not, never half-written
         shutil.rmtree(path.parent / "grpo", ignore_errors=True)  # checkpoints are not needed any more
         e = result["eval"]
-        print(f"   held-out {e['heldout_exact']['accuracy']:.3f} (calls only {e['heldout_calls']['accuracy']:.3f}), "
+        print(f"   held-out {e['heldout_exact']['accuracy']:.3f} "
+              f"(calls only {e['heldout_calls']['accuracy']:.3f}), "
               f"unseen {e['unseen_tools_exact']['accuracy']:.3f}, ACE {e['ace']['ace']:+.3f}, "
               f"{result['train']['steps']} steps", flush=True)
     return summarize_dir(folder)

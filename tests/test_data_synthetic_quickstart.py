@@ -208,3 +208,43 @@ def test_tools_per_prompt_is_checked_and_the_default_profile_is_unchanged() -> N
     assert {len(s.tools) for v in bare.values() for s in v} <= set(range(5, 11))
     assert all(t.description == "" and "description" not in str(t.parameters)
                for v in bare.values() for s in v for t in s.tools)
+
+
+def _pieces(name: str) -> tuple[str, str]:
+    verb, _, noun = name.partition("_")
+    return verb, noun
+
+
+def test_unseen_tools_recombine_the_pieces_training_tools_are_made_of() -> None:
+    verbs = {_pieces(t.name)[0] for t in TRAIN_TOOLS}
+    nouns = {_pieces(t.name)[1] for t in TRAIN_TOOLS}
+    slots = {(arg, kind) for t in TRAIN_TOOLS for arg, kind in t.slots.items()}
+    enums = [t.enum for t in TRAIN_TOOLS if t.enum]
+    train_words = {w.lower().strip(".,?{}") for t in TRAIN_TOOLS for p in t.templates for w in p.split()}
+    for tool in UNSEEN_TOOLS:
+        verb, noun = _pieces(tool.name)
+        assert tool.name not in TRAIN and verb in verbs and noun in nouns, tool.name
+        # the verb and the noun come from two different training tools
+        assert not any(_pieces(t.name) == (verb, noun) for t in TRAIN_TOOLS)
+        assert set(tool.slots.items()) <= slots, tool.name
+        assert tool.enum is None or any(tool.enum is e for e in enums), tool.name
+        assert tool.lookalike is None or tool.lookalike in UNSEEN, tool.name
+        # each request names the verb; its words are the training requests' words but for the verb
+        # "search" (training requests say "find") and four nouns
+        for phrase in tool.templates:
+            words = {w.lower().strip(".,?{}") for w in phrase.split()}
+            assert verb in words, phrase
+            new_words = words - {"enum", *tool.slots} - train_words
+            assert new_words <= {"search", "flight", "hotels", "songs", "library"}, phrase
+
+
+def test_the_unseen_split_draws_from_its_own_random_stream() -> None:
+    """Changing the unseen split (here its size) leaves every other split byte-identical."""
+    sizes = {"n_train": 300, "n_val": 20, "n_heldout": 60}
+    for profile in ({}, {"tools_per_prompt": [5, 8], "docs": "schema"}):
+        a = build_splits(TaskConfig(seed=4, n_unseen=40, **sizes, **profile))
+        b = build_splits(TaskConfig(seed=4, n_unseen=3, **sizes, **profile))
+        for split in ("train", "val", "heldout"):
+            assert [s.to_dict() for s in a[split]] == [s.to_dict() for s in b[split]], split
+        assert len(a["unseen_tools"]) == 40 and len(b["unseen_tools"]) == 3
+        assert [s.to_dict() for s in a["unseen_tools"][:3]] == [s.to_dict() for s in b["unseen_tools"]]

@@ -289,3 +289,13 @@ def test_a_hub_id_on_an_offline_machine_fails_at_once_with_the_advice(tmp_path: 
     assert "the Hugging Face Hub cannot be used here (127.0.0.1:" in done.stdout
     assert "cannot be reached" in done.stdout
     assert "hf download tooltune-test/not-a-cached-model" in done.stdout
+
+
+def test_load_tokenizer_loads_no_weights_and_fails_like_the_model_loader(tiny_model_dir: Path,
+                                                                         tmp_path: Path) -> None:
+    from tooltune.models import load_tokenizer
+
+    tok = load_tokenizer(tiny_model_dir)
+    assert tok.chat_template and tok("tool call")["input_ids"]
+    with pytest.raises(ModelLoadError, match="hf download"):
+        load_tokenizer("tooltune-test/not-a-cached-model")

@@ -519,6 +519,20 @@ def test_a_grammar_without_a_renderer_is_refused_at_registration():
         register_grammar(Grammar("json", decode, GRAMMARS["python"].renderer))
 
 
+def test_a_grammar_bound_to_a_tokenizer_replaces_its_namesake_when_asked():
+    json_grammar = GRAMMARS["json"]
+    first = register_grammar(Grammar("test_bound", json_grammar.decode, json_grammar.renderer))
+    second = Grammar("test_bound", GRAMMARS["python"].decode, GRAMMARS["python"].renderer)
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            register_grammar(second)
+        assert GRAMMARS["test_bound"] is first
+        assert register_grammar(second, replace=True) is second and GRAMMARS["test_bound"] is second
+    finally:
+        GRAMMARS.pop("test_bound")
+        all_tags.cache_clear()
+
+
 def test_a_registered_grammar_joins_the_tags_every_renderer_escapes():
     json_grammar = GRAMMARS["json"]
     custom = Grammar("test_fenced", json_grammar.decode, json_grammar.renderer,

@@ -202,10 +202,21 @@ def test_refuses_a_chat_template_without_tool_support(tok, tiny_model_dir: Path)
     assert isinstance(e.value, ConfigError)  # user-grade: the CLI prints it without a traceback
     other.chat_template = None
     assert "no chat template" in tool_support_problem(other)
-    assert "hermes <tool_call> JSON blocks" in tool_support_problem(LLAMA31_LIKE)
-    with pytest.raises(ChatToolsUnsupported, match="controls.template: 'native'.*hermes"):
+    # Llama-like calls, closed by <|eot|> instead of Llama 3.1's <|eot_id|>: no known parser reads them
+    assert "no known response parser reads back" in tool_support_problem(LLAMA31_LIKE)
+    with pytest.raises(ChatToolsUnsupported, match="controls.template: 'native'.*response parser") as e:
         check_tool_support(LLAMA31_LIKE, where="controls.template")
+    assert "\n" not in str(e.value)  # one line
     assert "fails on a conversation" in tool_support_problem("{{ raise_exception('no tools here') }}")
+    assert grammar_for("native").name == "hermes"  # a refused template binds nothing
+
+
+def test_the_tiny_template_keeps_the_hermes_grammar(tok):
+    """A chat template TRL does not know that writes hermes <tool_call> blocks keeps ``hermes``: binding it
+    changes nothing."""
+    before = get_template("native")
+    assert check_tool_support(tok) is grammar_for("native") and grammar_for("native").name == "hermes"
+    assert get_template("native") is before
 
 
 def test_training_rows_carry_the_chat_tools(tok):

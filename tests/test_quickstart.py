@@ -21,7 +21,7 @@ MINI = REPO / "configs" / "quickstart_mini.yaml"
 def test_the_config_file_holds_the_measured_settings() -> None:
     assert DEFAULT_CONFIG == REPO / "configs" / "quickstart.yaml"
     c = load_config()
-    assert (c.seed, c.threads, c.model_size) == (0, 2, "quickstart")
+    assert (c.seed, c.threads, c.model_size, c.clock) == (0, 2, "quickstart", "cpu")
     t = c.task
     assert (t.n_train, t.n_val, t.n_heldout, t.n_unseen) == (6000, 200, 1000, 300)
     assert (t.enum_noise, t.parallel_drop, t.multi_step) == (0.7, 0.6, False)
@@ -190,7 +190,18 @@ def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config
     per_cat = report["grpo_eval"]["heldout"]["per_category"]
     assert sum(v["n"] for v in per_cat.values()) == cfg.task.n_heldout
     assert report["grpo"]["steps"] == cfg.train.grpo.max_steps
-    assert report["sft_continued"]["budget_s"] == report["grpo"]["train_wall_s"] > 0
+    # equal compute: continued SFT got GRPO's training CPU time, evaluated at GRPO's curve times
+    assert report["clock"]["name"] == "cpu" and "process_time" in report["clock"]["counts"]
+    assert report["sft_continued"]["budget_s"] == report["grpo"]["train_cpu_s"] > 0
+    assert report["sft_continued"]["train_s"] >= report["sft_continued"]["budget_s"]
+    cont = json.loads((tmp_path / "stages" / "sft_continued.json").read_text())
+    assert cont["clock"] == "cpu" and cont["curve"][0]["t"] == 0.0 and len(cont["curve"]) >= 2
+    assert [p["t"] for p in cont["curve"]] == sorted(p["t"] for p in cont["curve"])
+    assert "Equal compute: continued SFT got GRPO's training time on the cpu clock" in (
+        tmp_path / "report.md").read_text()
+    for key in ("grpo_vs_sft_unseen_tools", "sft_continued_vs_sft_unseen_tools",
+                "grpo_vs_sft_continued_unseen_tools"):
+        assert set(report[key]) == {"diff", "se", "z"}, key
     grpo = json.loads((tmp_path / "stages" / "grpo.json").read_text())
     assert [p["step"] for p in grpo["curve"]] == [0, 1, 2]  # validation curve every step (mini)
     assert all(r["train_s"] <= grpo["train_wall_s"] for r in grpo["log"])
@@ -289,18 +300,27 @@ def test_the_accuracy_figure_shows_validation_with_standard_errors_on_labelled_f
         "data": {"sizes": {"val": 200}},
         "sft": {"chosen_step": 600, "curve": [{"step": 500, "val_accuracy": 0.3},
                                               {"step": 600, "val_accuracy": 0.46}]},
-        "grpo": {"curve": [{"step": 0, "accuracy": 0.445}, {"step": 20, "accuracy": 0.535}]},
+        "grpo": {"curve": [{"step": 0, "accuracy": 0.445}, {"step": 20, "accuracy": 0.535}],
+                 "log": [{"step": 20, "train_cpu_s": 31.0}]},
+        "sft_continued": {"curve": [{"step": 600, "t": 0.0, "accuracy": 0.445},
+                                    {"step": 800, "t": 31.2, "accuracy": 0.5}]},
     }
     fig = accuracy_figure(plt, cfg, results)
     try:
         sft_ax, grpo_ax = fig.axes
         assert "Validation" in fig._suptitle.get_text() and "standard error" in fig._suptitle.get_text()
         assert sft_ax.get_ylabel() == "greedy exact match (%)"
-        assert (sft_ax.get_xlabel(), grpo_ax.get_xlabel()) == ("SFT step", "GRPO step (from the warm start)")
+        assert sft_ax.get_xlabel() == "SFT step"
+        assert grpo_ax.get_xlabel() == "training time from the warm start (cpu s, evaluations excluded)"
+        grpo_bars, continued_bars = grpo_ax.containers  # both curves on the clock of the comparison
+        assert grpo_bars.get_label().startswith("GRPO")
+        assert continued_bars.get_label().startswith("SFT continued")
+        xs = [seg[0][0] for seg in grpo_bars.lines[2][0].get_segments()]
+        assert xs == [0.0, 31.0]  # GRPO's points at their training CPU time
         for ax, n, acc in ((sft_ax, 100, (0.3, 0.46)), (grpo_ax, 200, (0.445, 0.535))):
             bottom, top = ax.get_ylim()
             assert bottom < 0 and top > 100
-            (bars,) = ax.containers
+            bars = ax.containers[0]
             half = [(seg[1][1] - seg[0][1]) / 2 for seg in bars.lines[2][0].get_segments()]
             assert half == pytest.approx([100 * math.sqrt(a * (1 - a) / n) for a in acc])
             assert f"({n} samples), ± 1 standard error" in bars.get_label()
@@ -347,3 +367,42 @@ def test_make_demo_passes_its_args_to_the_quickstart() -> None:
     # (-n also lists the installation when the requirement files changed since the last one)
     assert [line for line in dry.stdout.splitlines() if "tooltune quickstart" in line][-1].endswith(
         "tooltune quickstart --out runs/qs1 --seed 1 --threads 1")
+
+
+def test_the_budget_watch_stops_on_the_clock_and_leaves_evaluations_out(monkeypatch) -> None:
+    from tooltune.quickstart import compute
+
+    clock = {"t": 100.0}
+    monkeypatch.setattr(compute, "now", lambda name: clock["t"])
+    evaluated: list[float] = []
+
+    def evaluate(loop) -> float:
+        evaluated.append(clock["t"])
+        clock["t"] += 50.0  # a slow evaluation: not training time
+        return 0.5
+
+    watch = compute.BudgetWatch("cpu", budget=3.0, marks=[1.0, 2.0, 9.0], evaluate=evaluate)
+    loop = type("Loop", (), {"step": 0})()
+    stops = []
+    for _ in range(10):
+        clock["t"] += 0.7  # one training step
+        loop.step += 1
+        stops.append(watch(loop))
+        if stops[-1]:
+            break
+    assert stops == [False, False, False, False, True]  # 5 steps of 0.7 s pass the 3 s budget
+    assert [round(p["t"], 1) for p in watch.points] == [1.4, 2.1, 3.5]  # the marks, then the end
+    assert watch.marks == [] and round(watch.spent, 1) == 3.5  # the 9 s mark is past the budget
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="unknown clock"):
+        compute.now("gpu")
+
+
+def test_grpo_curve_reads_each_points_time_on_the_chosen_clock() -> None:
+    from tooltune.quickstart.compute import grpo_curve
+
+    summary = {"curve": [{"step": 0, "train_s": 0.01, "accuracy": 0.4},
+                         {"step": 20, "train_s": 40.0, "accuracy": 0.5}],
+               "log": [{"step": 20, "train_cpu_s": 30.0}]}
+    assert [p["t"] for p in grpo_curve(summary, "wall")] == [0.01, 40.0]
+    assert [p["t"] for p in grpo_curve(summary, "cpu")] == [0.0, 30.0]

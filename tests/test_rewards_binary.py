@@ -175,3 +175,30 @@ def test_agreement_bench_every_disagreement_is_documented(tmp_path, capsys):
     assert table["bare scalar in the block"]["binary substring"]["original_raises"] > 0
     assert set(report["throughput"]) >= {"binary strict", "binary substring", "fine_grained strict", "toolrl"}
     assert "| reward | ours /s |" in capsys.readouterr().out
+
+
+def test_native_formats_with_bare_text_values_are_typed_by_the_rows_tools(tiny_model_dir) -> None:
+    """Qwen3.5 writes `<parameter=zip>75001</parameter>`: untyped it reads as the number 75001; the
+    reward types it by the row's chat-template tools (the `chat_tools` column), as the prompt declared."""
+    import importlib.util
+    from pathlib import Path
+
+    from transformers import AutoTokenizer  # deferred: heavy
+
+    from tooltune.prompts import CHAT_TOOLS_COLUMN, check_tool_support, unbind_native
+
+    source = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3_5_think.jinja"
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    tok.chat_template = source.read_text(encoding="utf-8")
+    try:
+        check_tool_support(tok, "native")  # binds `native` to the model's own format
+        gold = [ToolCall("lookup", {"zip": "75001"})]
+        tools = [{"type": "function", "function": {"name": "lookup", "description": "Find a zip code.",
+                  "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}}}}]
+        completion = render_answer(gold, "native")
+        reward = get_reward("binary", template="native", require_format=False)
+        answer = json.dumps([c.to_dict() for c in gold])
+        assert reward.batch([completion], [answer], **{CHAT_TOOLS_COLUMN: [json.dumps(tools)]}) == [1.0]
+        assert reward.batch([completion], [answer]) == [0.0]  # without the schemas: 75001, a number
+    finally:
+        unbind_native()

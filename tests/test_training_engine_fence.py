@@ -21,16 +21,21 @@ from tooltune.training.engine_fence import (
     version_problem,
 )
 from tooltune.training.grpo import ToolTuneGRPOTrainer
-from tooltune.training.shared_prefix_hooks import SharedPrefixHooks
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+TOOLTUNE_CLASSES = tuple(c for c in ToolTuneGRPOTrainer.__mro__ if c.__module__.startswith("tooltune."))
+# the shared-prefix and epoch mixins hold most overrides: each must be one of them
+assert {c.__name__ for c in TOOLTUNE_CLASSES} >= {"ToolTuneGRPOTrainer", "SharedPrefixHooks", "EpochHooks"}
+"""The trainer and its mixins (the shared-prefix and epoch hooks)."""
 
 
 def overridden() -> set[str]:
     """Methods of GRPOTrainer (and its bases) that the trainer or its mixin redefines."""
     return {
         name
-        for cls in (ToolTuneGRPOTrainer, SharedPrefixHooks)
+        for cls in TOOLTUNE_CLASSES
         for name, value in vars(cls).items()
         if callable(value) and not name.startswith("__") and hasattr(GRPOTrainer, name)
     }
@@ -59,8 +64,7 @@ def test_each_override_accepts_the_base_parameters(name: str) -> None:
     """An override takes every parameter of the method it replaces: by name, positionally in the same
     place, or through *args / **kwargs."""
     base = inspect.signature(getattr(GRPOTrainer, name)).parameters
-    ours = inspect.signature(next(vars(c)[name] for c in (ToolTuneGRPOTrainer, SharedPrefixHooks)
-                                  if name in vars(c))).parameters
+    ours = inspect.signature(next(vars(c)[name] for c in TOOLTUNE_CLASSES if name in vars(c))).parameters
     kinds = {p.kind for p in ours.values()}
     names = list(ours)
     for i, (pname, p) in enumerate(base.items()):

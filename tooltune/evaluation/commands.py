@@ -164,7 +164,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
                 for k, v in summary["scores"].items()
                 if k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1)}
-    print(json.dumps({"out": str(opts.out), "seeds": summary["seeds"], **headline}, indent=2))
+    shown = {"out": str(opts.out), "seeds": summary["seeds"], "scoring": controls.scoring, **headline}
+    print(json.dumps(shown, indent=2))
     for s in summary.get("skipped") or []:
         print(f"skipped: {s}", file=sys.stderr)
     return 0

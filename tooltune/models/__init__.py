@@ -4,9 +4,10 @@
   tokenizer with a ChatML template (generation markers for assistant-only loss), saved as a normal
   Hugging Face directory.
 - `load_model_and_tokenizer(name_or_path, dtype, device)`: local directory or Hub id, clear offline errors.
+- `load_tokenizer(name_or_path)`: the tokenizer alone (no weights loaded), with the same errors.
 """
 
-from tooltune.models.loading import ModelLoadError, load_model_and_tokenizer
+from tooltune.models.loading import ModelLoadError, load_model_and_tokenizer, load_tokenizer
 from tooltune.models.tiny import SIZES, TinySize, build_tiny_model
 from tooltune.models.tokenizer import CHAT_TEMPLATE, EOS_TOKEN, PAD_TOKEN, SPECIAL_TOKENS, TAG_TOKENS
 
@@ -21,4 +22,5 @@ __all__ = [
     "TinySize",
     "build_tiny_model",
     "load_model_and_tokenizer",
+    "load_tokenizer",
 ]

@@ -151,6 +151,34 @@ def load_model_and_tokenizer(
     return model, tokenizer
 
 
+def load_tokenizer(name_or_path: str | Path, trust_remote_code: bool = False) -> Any:
+    """The tokenizer of a local model directory, a LoRA adapter folder (its own tokenizer files, else its
+    base model's) or a Hub id, without loading the model; the errors of `load_model_and_tokenizer`."""
+    # deferred: transformers takes seconds to import
+    from transformers import AutoTokenizer
+
+    source = str(name_or_path)
+    path = Path(source).expanduser()
+    if path.is_dir() and not (path / "config.json").is_file() and (path / ADAPTER_CONFIG).is_file() \
+            and not (path / "tokenizer_config.json").is_file():
+        source, path = adapter_base(path), Path(adapter_base(path))
+    if path.is_dir():
+        try:
+            return AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+        except OSError as e:
+            raise ModelLoadError(f"could not load the tokenizer in {source!r}: {e}") from e
+    unreachable = hub_unreachable()
+    try:
+        return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code,
+                                             **({"local_files_only": True} if unreachable else {}))
+    except OSError as e:
+        raise ModelLoadError(
+            f"cannot load the tokenizer of {source!r}: "
+            f"{unreachable or 'not a local directory and not fetched from the Hugging Face Hub'}. On a "
+            f"machine with Hub access run `hf download {source} --local-dir <dir>` and pass <dir> instead."
+        ) from e
+
+
 def adapter_base(folder: str | Path) -> str:
     """The base model of the PEFT adapter in `folder` (`base_model_name_or_path` of its
     adapter_config.json): a hub id, or a folder; a relative folder that does not exist from here is

@@ -285,12 +285,13 @@ def all_tags() -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.response or ()))))
 
 
-def register_grammar(grammar: Grammar) -> Grammar:
+def register_grammar(grammar: Grammar, replace: bool = False) -> Grammar:
     """Add `grammar` under its name and return it.
 
     A grammar must render what it decodes: one without a callable `renderer` is refused here
     (TypeError), so that prompt templates, SFT targets and the gold self-check never fall back to
-    another format. A second, different grammar under a registered name is a ValueError."""
+    another format. A second, different grammar under a registered name is a ValueError unless
+    `replace` is set (a grammar bound to a tokenizer, built again for another one)."""
     if not isinstance(grammar, Grammar):
         raise TypeError(f"expected a Grammar, got {type(grammar).__name__}")
     if not callable(grammar.renderer):
@@ -299,7 +300,7 @@ def register_grammar(grammar: Grammar) -> Grammar:
             "f(grammar, calls, reasoning) -> the answer text its decoder reads back"
         )
     known = GRAMMARS.get(grammar.name)
-    if known is not None and known != grammar:
+    if known is not None and known != grammar and not replace:
         raise ValueError(f"grammar {grammar.name!r} is already registered")
     GRAMMARS[grammar.name] = grammar
     all_tags.cache_clear()

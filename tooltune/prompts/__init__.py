@@ -1,7 +1,8 @@
 """Prompt templates and history rendering: Sample -> chat messages, calls -> answer text, the checks
 that a chat template keeps the reasoning history that rendering kept, and that it can render the tools
-of the ``native`` template (the model's own tool format). `PromptControls` holds the four choices
-every renderer takes (template, system prompt, history form, reasoning history)."""
+of the ``native`` template (the model's own tool format, parsed by the model's own response parser and
+written by its chat template once `check_tool_support` binds it to a tokenizer). `PromptControls` holds
+the four choices every renderer takes (template, system prompt, history form, reasoning history)."""
 
 from tooltune.prompts.chat_template import (
     PROBE_MARKER,
@@ -9,6 +10,7 @@ from tooltune.prompts.chat_template import (
     check_history_reasoning,
     history_reasoning_survives,
     render_chat,
+    training_template_keeping_reasoning,
 )
 from tooltune.prompts.controls import (
     PromptControls,
@@ -20,13 +22,24 @@ from tooltune.prompts.controls import (
 from tooltune.prompts.native import (
     CHAT_TOOLS_COLUMN,
     ChatToolsUnsupported,
+    bind_native,
     chat_tools,
     check_tool_support,
+    native_template_grammar,
     prompt_tools,
     prompt_tools_json,
     row_tools,
     tool_support_problem,
+    unbind_native,
+    use_training_chat_template,
 )
+from tooltune.prompts.native_format import (
+    NativeFormatError,
+    NativeGrammar,
+    grammar_with_tools,
+    native_grammar,
+)
+from tooltune.prompts.native_parse import MAX_NATIVE_CHARS
 from tooltune.prompts.render import HISTORY_MODES, render_prompt, render_target
 from tooltune.prompts.templates import (
     TEMPLATES,
@@ -48,6 +61,16 @@ from tooltune.prompts.templates import (
 __all__ = [
     "CHAT_TOOLS_COLUMN",
     "HISTORY_MODES",
+    "MAX_NATIVE_CHARS",
+    "NativeFormatError",
+    "NativeGrammar",
+    "bind_native",
+    "grammar_with_tools",
+    "native_grammar",
+    "native_template_grammar",
+    "training_template_keeping_reasoning",
+    "unbind_native",
+    "use_training_chat_template",
     "PROBE_MARKER",
     "TEMPLATES",
     "BfclPromptError",

@@ -10,8 +10,11 @@ no earlier reasoning at all, and its record says otherwise.
 assistant turn carries a marker as its reasoning, exactly as `render_prompt` writes it for `template`,
 through the chat template, and says whether the marker is still there. `check_history_reasoning` is
 the call for training and evaluation code: it does nothing unless reasoning is kept in native history
-with a template whose grammar has a reasoning block, and then raises `ReasoningHistoryLost` (or logs a
-warning) naming the fix.
+with a template whose answers carry reasoning (a grammar's reasoning block, or the reasoning field of
+a native grammar's chat template), and then raises `ReasoningHistoryLost` (or logs a warning) naming
+the fix. Where TRL ships a training variant of the stock template (``qwen3_training.jinja``) that keeps
+the reasoning, `training_template_keeping_reasoning` finds it and the message offers it
+(`tooltune.prompts.use_training_chat_template` switches a tokenizer to it).
 
 A chat template is a tokenizer (rendered with its own `apply_chat_template`) or the template's Jinja
 source, rendered here with jinja2 the way transformers renders it (sandboxed, ``trim_blocks``,
@@ -32,6 +35,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tooltune.prompts.render import render_prompt
 from tooltune.prompts.templates import get_template
+from tooltune.prompts.trl_templates import training_variant
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -77,20 +81,24 @@ def render_chat(
     messages: list[dict[str, Any]],
     add_generation_prompt: bool = True,
     tools: list[dict[str, Any]] | None = None,
+    source: str | None = None,
 ) -> str:
     """`messages` as the text the model reads, through a tokenizer's chat template or a template source;
-    `tools` (OpenAI-style function schemas) go to the template's ``tools`` variable."""
+    `tools` (OpenAI-style function schemas) go to the template's ``tools`` variable. `source` renders with
+    that template source instead of the tokenizer's own (with the tokenizer's special tokens)."""
     if not isinstance(chat_template, str):
         apply = getattr(chat_template, "apply_chat_template", None)
         if apply is None:
             raise TypeError(
                 f"expected a chat template source or a tokenizer, got {type(chat_template).__name__}"
             )
-        if not getattr(chat_template, "chat_template", None):
+        if source is None and not getattr(chat_template, "chat_template", None):
             raise ValueError("the tokenizer has no chat template")
-        extra = {"tools": tools} if tools is not None else {}
+        extra: dict[str, Any] = {"tools": tools} if tools is not None else {}
+        if source is not None:
+            extra["chat_template"] = source
         return apply(messages, tokenize=False, add_generation_prompt=add_generation_prompt, **extra)
-    return _environment().from_string(chat_template).render(
+    return _environment().from_string(source if source is not None else chat_template).render(
         messages=messages, add_generation_prompt=add_generation_prompt, tools=tools, bos_token="",
         eos_token="",
     )
@@ -117,14 +125,42 @@ def probe_messages(template: str = "tool_n1") -> list[dict[str, str]]:
     return render_prompt(sample, template, history="native", keep_reasoning=True, system_prompt="{tools}")
 
 
-def history_reasoning_survives(chat_template: Any, template: str = "tool_n1") -> bool:
-    """Whether an earlier assistant turn's reasoning, written by `render_prompt` for `template`, is still in
-    the text `chat_template` (a tokenizer or a Jinja source) makes of the conversation.
+def _has_reasoning(template: str) -> bool:
+    """Whether `template`'s answers carry reasoning: a reasoning block, or (a native grammar) a reasoning
+    field its chat template writes."""
+    grammar = get_template(template).grammar
+    return grammar.reasoning is not None or bool(getattr(grammar, "reasoning_key", None))
 
-    True as well when `template`'s grammar has no reasoning block (there is nothing to lose)."""
-    if get_template(template).grammar.reasoning is None:
+
+def history_reasoning_survives(
+    chat_template: Any, template: str = "tool_n1", source: str | None = None
+) -> bool:
+    """Whether an earlier assistant turn's reasoning, written by `render_prompt` for `template`, is still in
+    the text `chat_template` (a tokenizer or a Jinja source; `source`: another template source rendered
+    with it) makes of the conversation.
+
+    True as well when `template`'s answers carry no reasoning (there is nothing to lose)."""
+    if not _has_reasoning(template):
         return True
-    return PROBE_MARKER in render_chat(chat_template, probe_messages(template))
+    return PROBE_MARKER in render_chat(chat_template, probe_messages(template), source=source)
+
+
+def training_template_keeping_reasoning(
+    chat_template: Any, template: str = "native"
+) -> tuple[str, str] | None:
+    """(name, source) of TRL's training variant of `chat_template` (``qwen3`` -> ``qwen3_training``) when
+    the stock template drops earlier reasoning that `template` keeps, and TRL ships a variant that keeps
+    it; None otherwise."""
+    stock = chat_template if isinstance(chat_template, str) else getattr(chat_template, "chat_template", None)
+    variant = training_variant(stock) if isinstance(stock, str) else None
+    if variant is None or history_reasoning_survives(chat_template, template):
+        return None
+    try:
+        kept = history_reasoning_survives(chat_template, template, source=variant[1])
+    except Exception:  # the variant fails on the probe conversation: it is not offered
+        logger.debug("TRL's %s does not render the reasoning probe", variant[0], exc_info=True)
+        return None
+    return variant if kept else None
 
 
 def check_history_reasoning(
@@ -145,13 +181,17 @@ def check_history_reasoning(
         raise ValueError(f"on_loss must be 'error' or 'warn', got {on_loss!r}")
     if not keep_reasoning or history != "native" or history_reasoning_survives(chat_template, template):
         return True
-    tags = get_template(template).grammar.reasoning or ("", "")
+    tags = get_template(template).grammar.reasoning
+    what = f"{tags[0]}…{tags[1]} reasoning" if tags else "reasoning"
+    variant = training_template_keeping_reasoning(chat_template, template)
+    offer = (f"; TRL ships a training variant of this chat template that keeps it ({variant[0]}.jinja, "
+             "tooltune.prompts.use_training_chat_template)" if variant else "")
     message = (
         f"{where + ': ' if where else ''}keep_reasoning is set with native history, but the chat template "
-        f"removes the {tags[0]}…{tags[1]} reasoning of assistant turns before the last user message "
-        "(as Qwen3's stock template does), so the model would see none of it. Set keep_reasoning to "
-        "false to record what the model sees, use history: context (earlier turns inside one user "
-        "message), or use a chat template that keeps earlier reasoning."
+        f"removes the {what} of assistant turns before the last user message (as Qwen3's stock template "
+        "does), so the model would see none of it. Set keep_reasoning to false to record what the model "
+        "sees, use history: context (earlier turns inside one user message), or use a chat template that "
+        f"keeps earlier reasoning{offer}."
     )
     if on_loss == "error":
         raise ReasoningHistoryLost(message)

@@ -13,30 +13,43 @@ the assistant messages' ``tool_calls`` and tool results are ``tool`` messages. A
   the Arrow schema fixed whatever the parameters look like); `row_tools` reads it back.
 - `render_chat(chat_template, messages, tools=…)` (`tooltune.prompts.chat_template`) renders with them.
 
-Answers are parsed with the ``hermes`` grammar, the form the Qwen templates write: one
-``<tool_call>\\n{"name": …, "arguments": {…}}\\n</tool_call>`` block per call, free text (or a
-``<think>`` block) elsewhere, and a plain text reply when no call is made.
+Answers follow the model's own format: `check_tool_support(tokenizer)` checks the chat template and binds
+the template to `native_template_grammar(tokenizer)` (`bind_native`), the grammar its answers are parsed
+and rendered with from then on in the process:
 
-`check_tool_support` refuses a chat template that cannot carry this: one that does not list the tools
-it is given, writes calls in another form (Llama 3.1 writes bare JSON with ``parameters``), or drops
-tool calls or tool results. It probes the template with a made-up tool and conversation and raises
-`ChatToolsUnsupported`, a user-grade configuration error naming the tokenizer and the way out.
+- a chat template with a response parser of its own (the tokenizer's ``response_template``, or TRL's for
+  a template TRL knows or its training variant: `tooltune.prompts.native_format`) gets a native grammar
+  whose decoder is that parser under tooltune's limits and whose renderer is the chat template itself;
+- an unknown template that writes hermes ``<tool_call>`` JSON blocks (the tiny model's) keeps the
+  ``hermes`` grammar, the grammar ``native`` has before any binding;
+- any other is read by the first of TRL's response templates that reads back its answers.
+
+A chat template that does not list the tools it is given, drops tool calls or tool results, fails on a
+conversation with tools, or writes calls no known parser reads back is refused with
+`ChatToolsUnsupported`, a user-grade configuration error (one line) naming the tokenizer and the way out.
+Where a stock template drops earlier reasoning and TRL ships a training variant that keeps it,
+`use_training_chat_template` switches the tokenizer to that variant.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jinja2
 
 from tooltune.config import ConfigError
-from tooltune.parsing import get_grammar, parse_completion
-from tooltune.prompts.chat_template import render_chat
+from tooltune.parsing import Grammar, get_grammar, parse_completion, register_grammar
+from tooltune.prompts.chat_template import render_chat, training_template_keeping_reasoning
 from tooltune.prompts.controls import PromptLike, template_of
-from tooltune.prompts.templates import PromptTemplate, get_template
+from tooltune.prompts.native_format import NativeFormatError, native_grammar, template_source
+from tooltune.prompts.templates import TEMPLATES, PromptTemplate, get_template, register_template
+from tooltune.prompts.trl_templates import trl_template_name
 from tooltune.schema import Sample, ToolCall, ToolSpec
+
+logger = logging.getLogger(__name__)
 
 CHAT_TOOLS_COLUMN = "chat_tools"
 """The training-row column holding `prompt_tools` as a JSON string (only under a chat-tools template)."""
@@ -97,12 +110,8 @@ def _tool_call_blocks(text: str) -> list[list[ToolCall]]:
     return found
 
 
-def tool_support_problem(chat_template: Any) -> str | None:
-    """What keeps `chat_template` (a tokenizer or a Jinja source) from carrying the ``native`` format,
-    as the end of a sentence ("the chat template …"), or None when it carries it.
-
-    It must list the tools it is given, write an assistant turn's ``tool_calls`` as hermes
-    ``<tool_call>`` JSON blocks and keep the tool results."""
+def _probe_problem(chat_template: Any) -> tuple[str | None, str]:
+    """(what keeps `chat_template` from carrying tools at all, or None; the probe conversation's text)."""
     probe = chat_tools([ToolSpec(_PROBE_NAME, _PROBE_DESCRIPTION, {
         "type": "object", "properties": {"tooltune_probe_param": {"type": "string"}},
         "required": ["tooltune_probe_param"]})])
@@ -114,31 +123,127 @@ def tool_support_problem(chat_template: Any) -> str | None:
         {"role": "tool", "name": _PROBE_NAME, "content": _PROBE_RESULT},
     ]
     if not isinstance(chat_template, str) and not getattr(chat_template, "chat_template", None):
-        return "is missing (the tokenizer has no chat template)"
+        return "is missing (the tokenizer has no chat template)", ""
     try:
         listed = render_chat(chat_template, conversation[:1], tools=probe)
         history = render_chat(chat_template, conversation, tools=probe)
     except (jinja2.TemplateError, TypeError, ValueError, KeyError, IndexError) as e:
-        return f"fails on a conversation with tools and tool calls ({type(e).__name__}: {e})"
+        return f"fails on a conversation with tools and tool calls ({type(e).__name__}: {e})", ""
     if _PROBE_DESCRIPTION not in listed:
-        return "does not list the tools it is given (it has no tool support)"
-    if [_PROBE_CALL] not in _tool_call_blocks(history):
-        return ("does not write an assistant turn's tool calls as hermes <tool_call> JSON blocks, "
-                "the format the native template parses")
+        return "does not list the tools it is given (the model would never see them)", history
+    if _PROBE_CALL.name not in history or "tooltune-probe-value" not in history:
+        return "drops the tool calls of assistant turns (it has no tool support)", history
     if _PROBE_RESULT not in history:
-        return "drops tool results"
+        return "drops tool results", history
+    return None, history
+
+
+def _grammar_key(chat_template: Any, source: str) -> tuple[Any, ...]:
+    """What a native grammar built for `chat_template` depends on besides its source."""
+    if isinstance(chat_template, str):
+        return (source,)
+    own = getattr(chat_template, "response_template", None)
+    return (source, type(chat_template).__name__, getattr(chat_template, "bos_token", None),
+            getattr(chat_template, "eos_token", None), json.dumps(own, sort_keys=True, default=str))
+
+
+_GRAMMARS: dict[tuple[Any, ...], Grammar | str] = {}
+"""Native grammars already built (or why none fits), by `_grammar_key`."""
+
+
+def native_template_grammar(chat_template: Any) -> Grammar:
+    """The grammar ``native`` answers are parsed and rendered with under `chat_template` (a tokenizer or
+    a Jinja source), or `NativeFormatError` saying why there is none.
+
+    The model's own response parser wins (`native_grammar`: the tokenizer's ``response_template``, or
+    TRL's for a chat template TRL knows, or its training variant); a template TRL does not know that
+    writes hermes ``<tool_call>`` JSON blocks (the tiny model's, a Qwen-style custom template) keeps the
+    ``hermes`` grammar; any other is read by the first of TRL's response templates that reads back its
+    answers."""
+    problem, history = _probe_problem(chat_template)
+    if problem is not None:
+        raise NativeFormatError(problem)
+    source = template_source(chat_template) or ""
+    key = _grammar_key(chat_template, source)
+    if key not in _GRAMMARS:
+        try:
+            if _own_parser(chat_template, source) or [_PROBE_CALL] not in _tool_call_blocks(history):
+                _GRAMMARS[key] = native_grammar(chat_template)
+            else:
+                _GRAMMARS[key] = get_grammar("hermes")
+        except NativeFormatError as e:
+            _GRAMMARS[key] = str(e)
+    found = _GRAMMARS[key]
+    if isinstance(found, str):
+        raise NativeFormatError(found)
+    return found
+
+
+def _own_parser(chat_template: Any, source: str) -> bool:
+    """Whether the tokenizer ships a response template or TRL maps its chat template to one."""
+    if isinstance(getattr(chat_template, "response_template", None), dict):
+        return True
+    return trl_template_name(source) is not None
+
+
+def tool_support_problem(chat_template: Any) -> str | None:
+    """What keeps `chat_template` (a tokenizer or a Jinja source) from carrying the ``native`` format,
+    as the end of a sentence ("the chat template …"), or None when it carries it.
+
+    It must list the tools it is given, write an assistant turn's ``tool_calls``, keep the tool results,
+    and write calls that a known response parser reads back (`native_template_grammar`)."""
+    try:
+        native_template_grammar(chat_template)
+    except NativeFormatError as e:
+        return str(e)
     return None
 
 
-def check_tool_support(chat_template: Any, template: str = "native", where: str = "data.template") -> None:
-    """Raise `ChatToolsUnsupported` when `template` sends its tools to the chat template and
-    `chat_template` (a tokenizer or a Jinja source) cannot render them (`tool_support_problem`); nothing
-    to check under other templates. `where` names the setting in the message."""
-    if not get_template(template, where).chat_tools:
-        return
-    problem = tool_support_problem(chat_template)
-    if problem is None:
-        return
+_UNBOUND: dict[str, PromptTemplate] = {}
+"""The chat-tools templates as registered before `bind_native` rebound them."""
+
+
+def bind_native(grammar: Grammar, template: str = "native") -> PromptTemplate:
+    """Make `template` (a template whose tools go to the chat template) parse and render with `grammar`
+    from now on, in this process: its answers, SFT targets and history are the chat template's own.
+    Binding the ``hermes`` grammar restores the template as registered."""
+    tpl = get_template(template)
+    original = _UNBOUND.setdefault(tpl.name, tpl)
+    if grammar == original.grammar:
+        TEMPLATES[tpl.name] = original
+        return original
+    register_grammar(grammar, replace=True)
+    previous = tpl.grammar.name
+    bound = register_template(tpl.name, original.system_source, grammar, original.tools_format, None)
+    if previous != grammar.name:
+        logger.info("template %r now parses and renders with the grammar %r", tpl.name, grammar.name)
+    return bound
+
+
+def unbind_native() -> None:
+    """Restore every template `bind_native` rebound (tests; a process that switches models)."""
+    for name, tpl in _UNBOUND.items():
+        TEMPLATES[name] = tpl
+
+
+def check_tool_support(
+    chat_template: Any, template: str = "native", where: str = "data.template"
+) -> Grammar | None:
+    """Under a template whose tools go to the chat template, check that `chat_template` (a tokenizer or a
+    Jinja source) carries them and bind the template to the chat template's own format (`bind_native`):
+    returns the grammar its answers are parsed with from now on. Raises `ChatToolsUnsupported` (one line)
+    when the chat template cannot carry the format; returns None under other templates. `where` names
+    the setting in the message."""
+    tpl = get_template(template, where)
+    if not tpl.chat_tools:
+        return None
+    try:
+        grammar = native_template_grammar(chat_template)
+    except NativeFormatError as e:
+        problem = str(e)
+    else:
+        bind_native(grammar, tpl.name)
+        return grammar
     if isinstance(chat_template, str):
         subject = "the chat template"
     else:
@@ -148,6 +253,25 @@ def check_tool_support(chat_template: Any, template: str = "native", where: str 
         f"{where}: {template!r} renders the tools with the model's own chat template "
         f"(apply_chat_template(..., tools=...)), but {subject} {problem}. "
         "Pick a template that lists the tools in its system text instead (e.g. tool_n1 or "
-        "tool_n1_compact), or a model whose chat template writes tool calls as <tool_call> JSON "
-        "blocks (Qwen2.5, Qwen3)."
+        "tool_n1_compact), or a model whose chat template writes tool calls in a format a response "
+        "parser reads (Qwen2.5/3/3.5/3.6, Llama 3.1/3.2, gpt-oss, GLM-4 MoE, Nemotron 3, LFM2.5, Gemma 4)."
     )
+
+
+def use_training_chat_template(
+    tokenizer: Any, template: str = "native", where: str = "data.template"
+) -> str | None:
+    """Switch `tokenizer` to TRL's training variant of its chat template (``qwen3`` -> ``qwen3_training``)
+    when the stock template drops the earlier reasoning `template` keeps and TRL ships a variant that
+    keeps it (`training_template_keeping_reasoning`); a chat-tools `template` is bound to the variant
+    (`check_tool_support`, which probes its answers again). Returns the variant's name; None (and
+    nothing changed) when there is none. Besides keeping earlier reasoning, TRL's variants are
+    prefix-preserving and mark assistant tokens for assistant-only loss."""
+    variant = training_template_keeping_reasoning(tokenizer, template)
+    if variant is None:
+        return None
+    name, source = variant
+    tokenizer.chat_template = source
+    check_tool_support(tokenizer, template, where)
+    logger.info("chat template switched to TRL's %s.jinja, which keeps earlier reasoning", name)
+    return name

@@ -1,4 +1,5 @@
-"""The ``native`` grammar of a tokenizer: read by the model's own response parser, written by its chat template.
+"""The ``native`` grammar of a tokenizer: read by its model's own response parser, written by its chat
+template.
 
 `native_grammar(chat_template)` builds a `NativeGrammar` for a tokenizer (or a chat template's Jinja
 source). Its decoder is the response parser of the model family (`tooltune.prompts.native_parse`:
@@ -29,15 +30,14 @@ import dataclasses
 import functools
 import hashlib
 import json
-import types
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from tooltune.parsing import NO_CALL_REPLY, Grammar
 from tooltune.parsing.render import strip_tags
 from tooltune.prompts.chat_template import render_chat
-from tooltune.prompts.native_parse import ResponseFormat, literal_head
+from tooltune.prompts.native_parse import ResponseFormat
+from tooltune.prompts.trl_templates import known_templates
 from tooltune.schema import Parsed, ToolCall
 
 PROBE_USER = [{"role": "user", "content": "tooltune native probe"}]
@@ -56,9 +56,10 @@ Writer = Callable[[list[dict[str, Any]], bool], str]
 """(messages, add_generation_prompt) -> the text the chat template makes of them."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class NativeGrammar(Grammar):
-    """A `Grammar` bound to one chat template: its own response parser decodes, the template renders."""
+    """A `Grammar` bound to one chat template: its own response parser decodes, the template renders.
+    Compared and hashed as a `Grammar` (by its decoder and renderer)."""
 
     source: str = ""
     """Where the response template comes from: ``trl:<template>``, ``tokenizer`` or ``like:<template>``."""
@@ -97,6 +98,13 @@ class NativeGrammar(Grammar):
         return msg
 
 
+def grammar_with_tools(grammar: Grammar, tools: Sequence[dict[str, Any]] | None) -> Grammar:
+    """`grammar` with decoded arguments typed by `tools` (the chat-template tool schemas of the prompt,
+    `tooltune.prompts.prompt_tools`) where it is a native grammar (`NativeGrammar.with_tools`); any other
+    grammar is returned as it is (its values are typed by their own syntax)."""
+    return grammar.with_tools(tools) if isinstance(grammar, NativeGrammar) else grammar
+
+
 def _decode(fmt: ResponseFormat, tools: Sequence[dict[str, Any]] | None, text: str, mode: str) -> Parsed:
     return fmt.decode(text, mode, tools)
 
@@ -104,7 +112,7 @@ def _decode(fmt: ResponseFormat, tools: Sequence[dict[str, Any]] | None, text: s
 def _clean(g: NativeGrammar, reasoning: str) -> str:
     """`reasoning` without the format's markers (it cannot open or close a region)."""
     fmt = g.format
-    marks = (*(fmt.call_heads if fmt else ()), *(fmt.reasoning_heads if fmt else ()), *(fmt.literals if fmt else ()))
+    marks = (*fmt.call_heads, *fmt.reasoning_heads, *fmt.literals) if fmt else ()
     return strip_tags(reasoning, [m for m in marks if len(m.strip()) > 2])
 
 
@@ -154,41 +162,6 @@ def _render(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> str:
 # --- where the response template comes from ---------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _trl_templates() -> dict[str, tuple[str, dict[str, Any]]]:
-    """TRL's bundled chat templates that it maps to a response template: source -> (name, template).
-    Training variants (``X_training.jinja``) map to the response template of ``X``."""
-    # deferred: TRL is heavy and optional below the training layer
-    import trl.chat_template_utils as ctu
-
-    folder = Path(ctu.__file__).parent / "chat_templates"
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
-    for path in sorted(folder.glob("*.jinja")):
-        if path.stem.endswith("_training"):
-            continue
-        spec = _trl_response_template(path.read_text(encoding="utf-8"))
-        if spec is None:
-            continue
-        found[path.read_text(encoding="utf-8")] = (path.stem, spec)
-        training = folder / f"{path.stem}_training.jinja"
-        if training.is_file():
-            found.setdefault(training.read_text(encoding="utf-8"), (training.stem, spec))
-    return found
-
-
-def _trl_response_template(source: str) -> dict[str, Any] | None:
-    """TRL's response template for the chat template `source` (`add_response_schema`), None if unknown."""
-    import trl.chat_template_utils as ctu  # deferred: as in _trl_templates
-
-    holder = types.SimpleNamespace(chat_template=source)
-    try:
-        ctu.add_response_schema(holder)
-    except ValueError:
-        return None
-    spec = getattr(holder, "response_template", None)
-    return spec if isinstance(spec, dict) else None
-
-
 def template_source(chat_template: Any) -> str | None:
     """The Jinja source of `chat_template` (a tokenizer, or the source itself) as it renders tools."""
     if isinstance(chat_template, str):
@@ -205,8 +178,7 @@ def template_source(chat_template: Any) -> str | None:
 def _writer(chat_template: Any, source: str) -> Writer:
     if isinstance(chat_template, str):
         return lambda messages, gen: render_chat(source, messages, add_generation_prompt=gen)
-    apply = chat_template.apply_chat_template
-    return lambda messages, gen: apply(messages, tokenize=False, add_generation_prompt=gen, chat_template=source)
+    return lambda messages, gen: render_chat(chat_template, messages, gen, source=source)
 
 
 def _candidates(chat_template: Any, source: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -216,7 +188,7 @@ def _candidates(chat_template: Any, source: str) -> list[tuple[str, str, dict[st
     found = []
     if isinstance(own, dict):
         found.append(("tokenizer", f"native_{digest}", own))
-    known = _trl_templates()
+    known = known_templates()
     if source in known:
         name, spec = known[source]
         found.append((f"trl:{name}", f"native_{name}", spec))
@@ -262,12 +234,12 @@ def _bind(chat_template: Any, source: str, label: str, name: str, spec: dict[str
     anchors = list(fmt.anchor_starts(gen))
     prefix = gen[anchors[-1] :] if anchors else ""
     trailer = plain[plain.find(_CONTENT_MARK) + len(_CONTENT_MARK) :] if _CONTENT_MARK in plain else ""
-    fmt = fmt.with_context(prefix, "")
+    fmt = dataclasses.replace(fmt, prefix=prefix)
     g = NativeGrammar(name, functools.partial(_decode, fmt, None), _render, source=label, format=fmt,
                       reasoning_key=None, writer=write, generation_prompt=gen, trailer=trailer)
     problem = _probe(g)
     if problem is not None and trailer.strip():  # the format may need its end-of-turn token back
-        fmt2 = fmt.with_context(prefix, trailer.strip())
+        fmt2 = dataclasses.replace(fmt, terminator=trailer.strip())
         g2 = dataclasses.replace(g, decode=functools.partial(_decode, fmt2, None), format=fmt2)
         if _probe(g2) is None:
             g, problem = g2, None
@@ -304,4 +276,4 @@ def _native_grammar(chat_template: Any, source: str) -> NativeGrammar:
     )
 
 
-__all__ = ["NativeFormatError", "NativeGrammar", "literal_head", "native_grammar", "template_source"]
+__all__ = ["NativeFormatError", "NativeGrammar", "grammar_with_tools", "native_grammar", "template_source"]

@@ -8,15 +8,20 @@ written for hostile text: a ``<parameter=…>`` value of whitespace without its 
 cubically (5,000 characters took two minutes), a zero-width reasoning opener that looks ahead for
 ``</think>`` rescans the rest of the text at every position, every open or close marker starts another
 scan of the remaining text, and deep JSON raises RecursionError. `ResponseFormat.decode` runs it only on
-text that passes linear checks, so that the parser's work stays linear in the text length:
+text that passes linear checks, so that the parser's work stays within a constant (the caps below) times
+the text length:
 
 - at most `MAX_NATIVE_CHARS` characters in all (the parser reads the reasoning too);
 - each marker that opens a region (a literal, or the literal head of a pattern; a pattern without one
-  is counted by its matches) and the marker that ends the free text occurs at most `MAX_CALLS` times;
+  is counted by its matches), the marker that ends the free text, and the closing tag a zero-width
+  opener waits for occur at most `MAX_CALLS` times each;
 - the head and tail of each argument tag (``<parameter=`` … ``</parameter>``) alternate, so that every
-  lazy scan of a value stops at its own tail;
+  lazy scan of a value stops at its own tail, and there are at most `MAX_VALUES` of them; a string
+  delimiter (Gemma 4's ``<|"|>``) occurs at most 2 × `MAX_VALUES` times;
 - a reasoning opener that only looks ahead for its closing tag is anchored where the scan starts
-  (``\\G``), which matches exactly where the unanchored one would first match.
+  (``\\G``), which matches exactly where the unanchored one would first match;
+- the whole text is parsed at once, as at the end of a stream: the streaming pass's partial matching,
+  quadratic in the regex module for some openers, is not run.
 
 Anything the parser still raises is a failed format with the reason; decoded calls are checked for
 shape (a name, an object of arguments), count and nesting depth. `decode` never raises.
@@ -39,6 +44,9 @@ logger = logging.getLogger(__name__)
 MAX_NATIVE_CHARS = 200_000
 """Longest answer a model's own response parser reads (reasoning included: it is one of the regions the
 parser reads)."""
+
+MAX_VALUES = 16 * MAX_CALLS
+"""Most argument tags (``<parameter=…>``) or delimited strings in one answer."""
 
 _META = set(".^$*+?{}[]()|")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
@@ -117,12 +125,7 @@ class _Marker:
     def over(self, text: str, cap: int) -> bool:
         if self.literal:
             return text.count(self.literal) > cap
-        n = 0
-        for _ in self.pattern.finditer(text):
-            n += 1
-            if n > cap:
-                return True
-        return False
+        return any(n >= cap for n, _ in enumerate(self.pattern.finditer(text)))
 
 
 def _text_values(spec: dict[str, Any]) -> bool:
@@ -135,6 +138,13 @@ def _text_values(spec: dict[str, Any]) -> bool:
 _PYTHON_WORDS = {"True": True, "False": False, "None": None}
 
 
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+_JSON = json.JSONDecoder(parse_constant=_no_constant)  # NaN and Infinity stay text
+
+
 def read_bare_value(text: str) -> Any:
     """A bare-text argument value read without the tool's schema: JSON where it is JSON (``3``, ``[1]``,
     ``null``), Python's spelling of a boolean or None (``True``, as a chat template's ``string`` filter
@@ -142,9 +152,22 @@ def read_bare_value(text: str) -> Any:
     if len(text) > MAX_NATIVE_CHARS:
         return text
     try:
-        return json.loads(text)
+        return _JSON.decode(text.strip())
     except (ValueError, RecursionError):
         return _PYTHON_WORDS.get(text.strip(), text)
+
+
+def _typed_keys(tools: Sequence[dict[str, Any]] | None) -> dict[str, set[str]]:
+    """Tool name -> the parameters whose schema names a type (transformers casts those)."""
+    out: dict[str, set[str]] = {}
+    for tool in tools or ():
+        fn = tool.get("function", tool) if isinstance(tool, dict) else None
+        params = fn.get("parameters") if isinstance(fn, dict) else None
+        props = params.get("properties") if isinstance(params, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str) and isinstance(props, dict):
+            out[fn["name"]] = {k for k, v in props.items()
+                               if isinstance(v, dict) and ("type" in v or "anyOf" in v or "oneOf" in v)}
+    return out
 
 
 def _anchored_lookaheads(spec: dict[str, Any]) -> dict[str, Any]:
@@ -162,6 +185,72 @@ def _anchored_lookaheads(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class _Compiled:
+    """A response template compiled once, with what the checks and the verdict read from it."""
+
+    template: Any
+    """transformers' `ResponseTemplate` (its reasoning opener anchored, `_anchored_lookaheads`)."""
+    parser: Callable[..., Any]
+    """transformers' `ResponseParser` class."""
+    text_values: bool
+    markers: tuple[_Marker, ...]
+    values: tuple[_Marker, ...]
+    paired: tuple[tuple[str, str], ...]
+    call_heads: tuple[str, ...]
+    reasoning_heads: tuple[str, ...]
+    reasoning_field: str | None
+    literals: tuple[str, ...]
+
+
+def _compile(spec: dict[str, Any]) -> _Compiled:
+    # deferred: transformers is heavy; a response format only exists where a tokenizer does
+    from transformers.utils.chat_parsing import ResponseParser
+    from transformers.utils.chat_parsing.response_templates import (  # deferred: as above
+        load_response_template,
+    )
+
+    template = load_response_template(_anchored_lookaheads(spec))
+    markers, heads, reasoning_heads = [], [], []
+    for name, f in template.fields.items():
+        what = "calls" if name == "tool_calls" else f"{name} openings"
+        if f.open_re is not None and f.open_re.pattern.startswith("\\G(?="):
+            waits_for = literal_tail(f.open_re.pattern[5:-1])  # what the anchored lookahead waits for
+            if waits_for:
+                markers.append(_Marker(f"{waits_for.strip()!r} markers", literal=waits_for))
+        elif f.open_re is not None:
+            found = list(f.open_literals or []) or [literal_head(f.open_re.pattern)]
+            if all(found):
+                markers += [_Marker(f"{what} ({lit.strip()!r})", literal=lit) for lit in found]
+            else:
+                markers.append(_Marker(what, pattern=f.open_re))
+            if name == "tool_calls":
+                heads += [h for h in found if h]
+            elif name not in ("content", "role"):
+                reasoning_heads += [h for h in found if h]
+        if name == template.implicit and f.close_re is not None:
+            lits = list(f.close_literals or []) or [literal_head(f.close_re.pattern)]
+            if all(lits):
+                markers += [_Marker(f"{lit.strip()!r} markers", literal=lit) for lit in lits]
+            else:
+                markers.append(_Marker(f"ends of the {name}", pattern=f.close_re))
+    paired, values = [], []
+    for f in template.fields.values():
+        args = f.content_args or {}
+        tag = args.get("tag_pattern")
+        if isinstance(tag, str) and literal_head(tag) and literal_tail(tag):
+            paired.append((literal_head(tag), literal_tail(tag)))
+        for delims in args.get("string_delims") or ():
+            values += [_Marker(f"string delimiters {d!r}", literal=d) for d in dict.fromkeys(delims) if d]
+    reasoning = [n for n in template.fields if n not in ("tool_calls", "content", "role")]
+    literals = {lit for f in template.fields.values() for lit in (
+        *(f.open_literals or ()), *(f.close_literals or ()),
+        *(literal_head(r.pattern) for r in (f.open_re, f.close_re) if r is not None))}
+    return _Compiled(template, ResponseParser, _text_values(spec), tuple(markers), tuple(values),
+                     tuple(paired), tuple(heads), tuple(reasoning_heads), reasoning[0] if reasoning else None,
+                     tuple(sorted(lit for lit in literals if lit)))
+
+
+@dataclass(frozen=True)
 class ResponseFormat:
     """One response template, compiled, with the context its parser needs and the checks that bound it.
 
@@ -173,78 +262,54 @@ class ResponseFormat:
     spec: dict[str, Any]
     prefix: str = ""
     terminator: str = ""
-    _parser: Callable[..., Any] = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
-    _plain: Any = field(default=None, repr=False, compare=False)
-    text_values: bool = field(default=False, compare=False)
-    """Argument values are written as bare text: read by the tools' schemas, else by `read_bare_value`."""
-    _markers: tuple[_Marker, ...] = field(default=(), repr=False, compare=False)
-    _paired: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
-    call_heads: tuple[str, ...] = field(default=(), compare=False)
-    """Literal heads of the call opener: found in the free text of a strict answer, a call did not parse."""
-    reasoning_heads: tuple[str, ...] = field(default=(), compare=False)
-    """Literal openers of the reasoning region: a strict answer has at most one."""
-    reasoning_field: str | None = field(default=None, compare=False)
-    """The message key of the reasoning region (``reasoning_content``, ``thinking``), None without one."""
-    literals: tuple[str, ...] = field(default=(), compare=False)
-    """Every literal marker of the format (region openers and closers)."""
+    compiled: _Compiled = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     @classmethod
     def build(cls, spec: dict[str, Any], prefix: str = "", terminator: str = "") -> ResponseFormat:
         """Compile `spec` (a transformers response template dict); ValueError when it does not load."""
-        # deferred: transformers is heavy; a response format only exists where a tokenizer does
-        from transformers.utils.chat_parsing import ResponseParser
-        from transformers.utils.chat_parsing.response_templates import load_response_template
+        return cls(spec, prefix, terminator, _compile(spec))
 
-        plain = load_response_template(_anchored_lookaheads(spec))
-        markers, heads, reasoning_opens = [], [], []
-        for name, f in plain.fields.items():
-            what = "calls" if name == "tool_calls" else f"{name} openings"
-            if f.open_re is not None and not f.open_re.pattern.startswith("\\G"):
-                found = list(f.open_literals or []) or [literal_head(f.open_re.pattern)]
-                if all(found):
-                    markers += [_Marker(f"{what} ({lit.strip()!r})", literal=lit) for lit in found]
-                else:
-                    markers.append(_Marker(what, pattern=f.open_re))
-                if name == "tool_calls":
-                    heads += [h for h in found if h]
-                elif name not in ("content", "role"):
-                    reasoning_opens += [h for h in found if h]
-            if name == plain.implicit and f.close_re is not None:
-                lits = list(f.close_literals or []) or [literal_head(f.close_re.pattern)]
-                if all(lits):
-                    markers += [_Marker(f"{lit.strip()!r} markers", literal=lit) for lit in lits]
-                else:
-                    markers.append(_Marker(f"ends of the {name}", pattern=f.close_re))
-        paired = []
-        for f in plain.fields.values():
-            tag = (f.content_args or {}).get("tag_pattern")
-            if isinstance(tag, str) and literal_head(tag) and literal_tail(tag):
-                paired.append((literal_head(tag), literal_tail(tag)))
-        reasoning = [n for n in plain.fields if n not in ("tool_calls", "content", "role")]
-        literals = {lit for f in plain.fields.values() for lit in (*(f.open_literals or ()),
-                    *(f.close_literals or ()), *(literal_head(r.pattern) for r in (f.open_re, f.close_re) if r))}
-        return cls(spec, prefix, terminator, ResponseParser, plain, _text_values(spec), tuple(markers), tuple(paired),
-                   tuple(heads), tuple(reasoning_opens), reasoning[0] if reasoning else None,
-                   tuple(sorted(lit for lit in literals if lit)))
+    @property
+    def call_heads(self) -> tuple[str, ...]:
+        """Literal heads of the call opener: in the free text of a strict answer, a call did not parse."""
+        return self.compiled.call_heads
 
-    def with_context(self, prefix: str, terminator: str) -> ResponseFormat:
-        """The same compiled format with another generation-prompt end and terminator."""
-        return ResponseFormat(self.spec, prefix, terminator, self._parser, self._plain, self.text_values,
-                              self._markers, self._paired, self.call_heads, self.reasoning_heads,
-                              self.reasoning_field, self.literals)
+    @property
+    def reasoning_heads(self) -> tuple[str, ...]:
+        """Literal openers of the reasoning region: a strict answer has at most one."""
+        return self.compiled.reasoning_heads
+
+    @property
+    def reasoning_field(self) -> str | None:
+        """The message key of the reasoning region (``reasoning_content``, ``thinking``), None without."""
+        return self.compiled.reasoning_field
+
+    @property
+    def literals(self) -> tuple[str, ...]:
+        """Every literal marker of the format (region openers and closers)."""
+        return self.compiled.literals
+
+    @property
+    def paired(self) -> tuple[tuple[str, str], ...]:
+        """(head, tail) of each argument tag (``<parameter=``, ``</parameter>``)."""
+        return self.compiled.paired
 
     def anchor_starts(self, text: str) -> list[int]:
         """Where the template's start anchor (the head of an assistant turn) matches in `text`."""
-        return [m.start() for m in self._plain.start_anchor_re.finditer(text)]
+        return [m.start() for m in self.compiled.template.start_anchor_re.finditer(text)]
 
     def limit_problem(self, text: str) -> str | None:
         """Why `text` is refused before parsing (length, marker counts, unpaired argument tags), or None."""
         if len(text) > MAX_NATIVE_CHARS:
             return f"answer longer than {MAX_NATIVE_CHARS} characters"
-        for m in self._markers:
+        c = self.compiled
+        for m in c.markers:
             if m.over(text, MAX_CALLS):
                 return f"more than {MAX_CALLS} {m.what}"
-        for head, tail in self._paired:
+        for m in c.values:
+            if m.over(text, 2 * MAX_VALUES):
+                return f"more than {2 * MAX_VALUES} {m.what}"
+        for head, tail in c.paired:
             pos, n = 0, 0
             while (start := text.find(head, pos)) >= 0:
                 end = text.find(tail, start + len(head))
@@ -252,6 +317,8 @@ class ResponseFormat:
                 if end < 0 or (0 <= nxt < end):
                     return f"{head}… without its {tail}"
                 pos, n = end + len(tail), n + 1
+                if n > MAX_VALUES:
+                    return f"more than {MAX_VALUES} {head}… arguments"
             if text.count(tail) != n:
                 return f"{tail} without its {head}…"
         return None
@@ -261,7 +328,8 @@ class ResponseFormat:
         arguments by their JSON schemas (transformers' own casting)."""
         if self.terminator and not text.rstrip().endswith(self.terminator.strip()):
             text += self.terminator
-        parser = self._parser(self._plain, prefix=self.prefix, tools=list(tools) if tools else None)
+        c = self.compiled
+        parser = c.parser(c.template, prefix=self.prefix, tools=list(tools) if tools else None)
         # what `parse_response` does (feed, then finalize) without the streaming pass: on a complete text
         # it finds the same regions, and its partial matching is quadratic in the regex module for some
         # openers (LFM2.5's, on text full of "<|")
@@ -284,8 +352,9 @@ class ResponseFormat:
         except RecursionError:
             return Parsed(None, None, False, f"nesting deeper than {MAX_DEPTH}")
         except Exception as e:  # the parser raises ValueError/KeyError/TypeError on malformed regions
-            return Parsed(None, None, False, f"the response parser refused it ({type(e).__name__}: {str(e)[:80]})")
-        parsed = self._verdict(msg, typed=bool(tools))
+            why = f"{type(e).__name__}: {str(e)[:80]}"
+            return Parsed(None, None, False, f"the response parser refused it ({why})")
+        parsed = self._verdict(msg, _typed_keys(tools))
         if mode == "strict" and parsed.format_ok:
             return self._strict(text, msg, parsed)
         return parsed
@@ -300,10 +369,10 @@ class ResponseFormat:
         rest = (content if isinstance(content, str) else "") + (parsed.reasoning or "")
         for head in self.call_heads:
             if head in rest:
-                return Parsed(parsed.reasoning, None, False, f"{head.strip()!r} outside a call the parser reads")
+                return Parsed(parsed.reasoning, None, False, f"{head.strip()!r} outside a readable call")
         return parsed
 
-    def _verdict(self, msg: Any, typed: bool) -> Parsed:
+    def _verdict(self, msg: Any, typed: dict[str, set[str]]) -> Parsed:
         if not isinstance(msg, dict):
             return Parsed(None, None, False, "the response parser returned no message")
         reasoning = msg.get(self.reasoning_field) if self.reasoning_field else None
@@ -328,8 +397,10 @@ class ResponseFormat:
             args = {} if args is None else args
             if not isinstance(args, dict):
                 return Parsed(reasoning, None, False, f"call {i} has arguments that are not an object")
-            if self.text_values and not typed:
-                args = {k: read_bare_value(v) if isinstance(v, str) else v for k, v in args.items()}
+            if self.compiled.text_values:  # values the tool's schema did not type are read as they look
+                known = typed.get(name, set())
+                args = {k: read_bare_value(v) if isinstance(v, str) and k not in known else v
+                        for k, v in args.items()}
             if _too_deep(args, MAX_DEPTH - 1):
                 return Parsed(reasoning, None, False, f"nesting deeper than {MAX_DEPTH}")
             calls.append(ToolCall(name.strip(), args))

@@ -45,19 +45,23 @@ def _assistant_text(msg: dict[str, Any], template: PromptTemplate, keep_reasonin
                          include_reasoning=keep_reasoning, fill_reasoning=False)
 
 
-def _tool_call_message(msg: dict[str, Any], keep_reasoning: bool) -> dict[str, Any]:
+def _tool_call_message(msg: dict[str, Any], keep_reasoning: bool, grammar: Grammar) -> dict[str, Any]:
     """An earlier assistant turn for a chat template that writes calls itself: its calls as OpenAI-style
-    ``tool_calls`` and, when `keep_reasoning` is set, its own reasoning as the content."""
+    ``tool_calls`` and, when `keep_reasoning` is set, its own reasoning: under the key a native grammar's
+    chat template reads it from (`NativeGrammar.reasoning_key`, e.g. ``reasoning_content``; none when
+    the template writes no reasoning), else (``hermes``) as the content."""
     calls = calls_from_any(msg.get("tool_calls") or [])
     if not calls and not msg.get("tool_calls"):
         return {"role": "assistant", "content": msg.get("content", "")}  # a plain text reply
     reasoning = msg.get("reasoning") if keep_reasoning else None
-    return {
-        "role": "assistant",
-        "content": _clean_reasoning(reasoning) if isinstance(reasoning, str) else "",
-        "tool_calls": [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                       for c in calls],
-    }
+    text = _clean_reasoning(reasoning) if isinstance(reasoning, str) else ""
+    native = hasattr(grammar, "reasoning_key")
+    out: dict[str, Any] = {"role": "assistant", "content": "" if native else text}
+    if native and grammar.reasoning_key and text:  # type: ignore[attr-defined]
+        out[grammar.reasoning_key] = text  # type: ignore[attr-defined]
+    out["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                         for c in calls]
+    return out
 
 
 def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
@@ -108,7 +112,7 @@ def render_prompt(
     if history == "native":
         for m in turns:
             if m["role"] == "assistant" and tpl.chat_tools:
-                messages.append(_tool_call_message(m, keep_reasoning))
+                messages.append(_tool_call_message(m, keep_reasoning, tpl.grammar))
             elif m["role"] == "assistant":
                 messages.append(
                     {"role": "assistant", "content": _assistant_text(m, tpl, keep_reasoning)}

@@ -25,7 +25,9 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
   OpenAI-style function schemas to the tokenizer's chat template (``apply_chat_template(messages,
   tools=…)``, `tooltune.prompts.native`), which lists them as the model was trained to read them;
   answers are in the ``hermes`` grammar (one ``<tool_call>`` JSON object per call, free text elsewhere,
-  a plain text reply when no call is made), the format Qwen2.5 and Qwen3 templates write.
+  a plain text reply when no call is made) until `tooltune.prompts.check_tool_support` binds the
+  template to a tokenizer's own format (`tooltune.prompts.native_format`: parsed by the model's own
+  response parser, written by its chat template).
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
 to grammars. Answers are rendered by that grammar (`Grammar.render`, the inverse of its decoder);

@@ -48,7 +48,8 @@ class BudgetWatch:
     training times on the way (`marks`: GRPO's evaluation times, so both curves share their x values).
 
     Use as the loop's callback with `every=1`; the time spent inside the callback (the evaluations)
-    is not training time. `points` collects {"step", "t", "accuracy"}."""
+    is not training time. `points` collects {"step", "t", "accuracy"}: one per mark passed, and one
+    at the end (none at all without marks)."""
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class BudgetWatch:
     ) -> None:
         self.clock, self.budget = clock, budget
         self.marks = sorted(m for m in marks if 0 < m <= budget)
+        self.curve = bool(self.marks)  # evaluate at the marks and when the budget is spent
         self.evaluate = evaluate
         self.points: list[dict[str, Any]] = []
         self.start = now(clock)
@@ -72,7 +74,7 @@ class BudgetWatch:
     def __call__(self, loop: Any) -> bool:
         spent = self.spent
         done = spent >= self.budget
-        if self.evaluate is not None and self.marks and (spent >= self.marks[0] or done):
+        if self.evaluate is not None and self.curve and (done or (self.marks and spent >= self.marks[0])):
             while self.marks and self.marks[0] <= spent:
                 self.marks.pop(0)
             t = now(self.clock)

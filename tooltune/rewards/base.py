@@ -20,8 +20,16 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooltune.parsing import MODES, Parts, parse_call_names, parse_calls, parse_completion, parse_parts
-from tooltune.prompts import grammar_for
+from tooltune.parsing import (
+    MODES,
+    Parts,
+    get_grammar,
+    parse_call_names,
+    parse_calls,
+    parse_completion,
+    parse_parts,
+)
+from tooltune.prompts import CHAT_TOOLS_COLUMN, grammar_for, grammar_with_tools, row_tools
 from tooltune.schema import Parsed, SchemaError, ToolCall, calls_from_any, loads_record
 
 logger = logging.getLogger(__name__)
@@ -74,12 +82,16 @@ def load_json_column(value: Any) -> Any:
 
 
 class ParseCache:
-    """Parses a completion once per (grammar, mode) for every component of a composite."""
+    """Parses a completion once per (grammar, mode) for every component of a composite.
 
-    __slots__ = ("text", "_parsed")
+    `tools`: the chat-template tools of the completion's prompt (``native`` rows); a native grammar whose
+    format writes argument values as bare text types them by these schemas (`grammar_with_tools`)."""
 
-    def __init__(self, text: str) -> None:
+    __slots__ = ("text", "tools", "_parsed")
+
+    def __init__(self, text: str, tools: Sequence[dict[str, Any]] | None = None) -> None:
         self.text = text
+        self.tools = tools
         self._parsed: dict[tuple[str, str], Any] = {}
 
     def get(self, grammar: str, mode: str = "strict") -> Parsed:
@@ -87,10 +99,11 @@ class ParseCache:
         key = (grammar, mode)
         parsed = self._parsed.get(key)
         if parsed is None:
+            typed = grammar_with_tools(get_grammar(grammar), self.tools) if self.tools else grammar
             if mode == LENIENT:
-                parsed = parse_calls(self.text, grammar)
+                parsed = parse_calls(self.text, typed)
             else:
-                parsed = parse_completion(self.text, grammar, mode)
+                parsed = parse_completion(self.text, typed, mode)
             self._parsed[key] = parsed
         return parsed
 
@@ -159,14 +172,14 @@ class Reward(abc.ABC):
         return value
 
     def __call__(self, completion: Any, answer: Any, **columns: Any) -> float:
-        return self.safe_score(ParseCache(completion_text(completion)), answer, **columns)
+        return self.safe_score(parse_contexts([completion], {k: [v] for k, v in columns.items()})[0], answer,
+                               **columns)
 
     def batch(
         self, completions: Sequence[Any], answers: Sequence[Any], **columns: Sequence[Any]
     ) -> list[float]:
         """Score many completions; `columns` hold one value per completion (TRL's batched layout)."""
-        ctxs = [ParseCache(completion_text(c)) for c in completions]
-        return self.batch_ctx(ctxs, answers, **columns)
+        return self.batch_ctx(parse_contexts(completions, columns), answers, **columns)
 
     def batch_ctx(
         self, ctxs: Sequence[ParseCache], answers: Sequence[Any], **columns: Sequence[Any]
@@ -175,6 +188,21 @@ class Reward(abc.ABC):
             self.safe_score(ctx, a, **row_columns(columns, i))
             for i, (ctx, a) in enumerate(zip(ctxs, answers))
         ]
+
+
+def parse_contexts(completions: Sequence[Any], columns: Mapping[str, Any]) -> list[ParseCache]:
+    """One `ParseCache` per completion, holding its row's chat-template tools (the `chat_tools` column
+    of ``native`` rows; a value that does not read as a tool list counts as none)."""
+    tools = columns.get(CHAT_TOOLS_COLUMN)
+    out = []
+    for i, c in enumerate(completions):
+        value = tools[i] if isinstance(tools, (list, tuple)) and i < len(tools) else None
+        try:
+            row = row_tools({CHAT_TOOLS_COLUMN: value}) if value else None
+        except (ValueError, TypeError):
+            row = None
+        out.append(ParseCache(completion_text(c), row if isinstance(row, list) else None))
+    return out
 
 
 def row_columns(columns: Mapping[str, Any], i: int) -> dict[str, Any]:

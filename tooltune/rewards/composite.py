@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooltune.config import ConfigError, unknown_name
-from tooltune.rewards.base import ParseCache, completion_text
+from tooltune.rewards.base import parse_contexts
 from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, reward_params
 
 SHARED = ("template", "format_mode")
@@ -97,7 +97,7 @@ class CompositeReward:
         self, completions: Sequence[Any], answers: Sequence[Any], **columns: Any
     ) -> list[dict[str, float]]:
         """Scores of many completions; `columns` hold one value per completion (TRL's layout)."""
-        ctxs = [ParseCache(completion_text(c)) for c in completions]
+        ctxs = parse_contexts(completions, columns)
         answers = list(answers)
         per = {name: r.batch_ctx(ctxs, answers, **columns) for name, r in self.rewards.items()}
         out = []

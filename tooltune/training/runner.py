@@ -31,8 +31,8 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
 from tooltune.environments.mcp import configure_mcp
-from tooltune.models import load_model_and_tokenizer
-from tooltune.prompts import check_history_reasoning, check_tool_support
+from tooltune.models import load_model_and_tokenizer, load_tokenizer
+from tooltune.prompts import check_history_reasoning, check_tool_support, get_template
 from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, check_inputs, write_identity
 from tooltune.training import lora
@@ -63,7 +63,8 @@ from tooltune.training.diagnostics import (
     truncate_metrics,
 )
 from tooltune.training.engine_fence import check_engine_versions
-from tooltune.training.grpo import STATE_FILE, ToolTuneGRPOTrainer
+from tooltune.training.epoch_hooks import STATE_FILE
+from tooltune.training.grpo import ToolTuneGRPOTrainer
 from tooltune.training.resume import last_complete_checkpoint as resume_checkpoint
 from tooltune.training.resume import run_inputs
 from tooltune.training.selection import PromptFilter
@@ -229,6 +230,11 @@ def _train(
     if not rows:
         raise ConfigError("data.train: no training rows")
     cfg.check_model()  # after the data: a data error is reported first, and no model is loaded for it
+    if get_template(cfg.data.template).chat_tools:
+        # `native` parses and renders in the model's own tool format: bind it before SFT targets,
+        # rewards and rollouts are built from it (the chat template is re-checked per stage)
+        check_tool_support(load_tokenizer(cfg.model.name_or_path, cfg.model.trust_remote_code),
+                           cfg.data.template, where="data.template")
     if val_rows is None and cfg.data.val:
         val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
     val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
