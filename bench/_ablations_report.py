@@ -6,7 +6,7 @@ i and seed s, d_si = hit(variant, s, i) - hit(binary, s, i). The difference is t
 standard errors are reported: over samples (sd of the seed-averaged d_i / sqrt(n): how much another
 draw of evaluation samples would move it) and over seeds (sd of the per-seed mean differences /
 sqrt(seeds): how much another training run would move it). A verdict uses the larger of the two:
-z = difference / max(se_samples, se_seeds); |z| >= 2 in the paper's direction is "reproduced", in
+z = difference / max(se_samples, se_seeds); z beyond 2 in the paper's direction is "reproduced", in
 the other direction "not reproduced (reversed)", otherwise "inconclusive". ACE differences are
 paired the same way on the per-sample CER values.
 """
@@ -119,7 +119,7 @@ def verdict(diff: dict[str, Any], sign: int) -> tuple[str, str]:
         return "reproduced", f"same direction as the paper, {shown}"
     if sign * z <= -2:
         return "not reproduced", f"reversed: the opposite direction, {shown}"
-    return "inconclusive", f"|z| < 2 ({shown}): no difference resolved at this scale"
+    return "inconclusive", f"z within ±2 ({shown}): no difference resolved at this scale"
 
 
 def load_runs(folder: Path) -> dict[str, dict[int, dict[str, Any]]]:
@@ -243,13 +243,14 @@ def table(summary: dict[str, Any], meta: dict[str, Any]) -> str:
 
 def plot(runs: dict[str, dict[int, dict[str, Any]]], summary: dict[str, Any], clock: str, path: Path) -> None:
     """Left: held-out curves against training time on the clock (one line per run, a colour per
-    variant). Right: held-out (calls only) and unseen-tools accuracy per variant, mean ± seed SE."""
+    variant). Middle: held-out (strict and calls only) and unseen-tools accuracy per variant; right:
+    ACE; both mean ± SE over seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(14, 3.8), gridspec_kw={"width_ratios": [4, 4, 2.2]})
     key = "train_cpu_s" if clock == "cpu" else "train_s"
     for i, v in enumerate(v for v in VARIANTS if v in runs):
         for j, r in enumerate(runs[v].values()):
@@ -282,6 +283,16 @@ def plot(runs: dict[str, dict[int, dict[str, Any]]], summary: dict[str, Any], cl
     bx.set_ylim(0, 100)
     bx.legend(fontsize=7)
     bx.grid(alpha=0.3, axis="y")
+    aces = [100 * summary["variants"][v]["ace"] for v in names]
+    errs = [100 * summary["variants"][v]["ace_se_seeds"] for v in names]
+    cx.bar(list(xs), aces, yerr=[0 if math.isnan(e) else e for e in errs], capsize=2, color="C4")
+    if w:
+        cx.axhline(100 * w["ace"], color="grey", linestyle="--", linewidth=1, label="warm start")
+        cx.legend(fontsize=7)
+    cx.set_xticks(list(xs))
+    cx.set_xticklabels([v.replace("_", "\n") for v in names], fontsize=8)
+    cx.set_ylabel("ACE × 100 (mean CER), ± SE over seeds")
+    cx.grid(alpha=0.3, axis="y")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)

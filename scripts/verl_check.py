@@ -114,6 +114,7 @@ def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int
 
     from tooltune.data.export import export
     from tooltune.data.synthetic import SynthConfig, write
+    from tooltune.prompts import PromptControls
     from tooltune.prompts.render import render_target
     from tooltune.prompts.templates import render_answer
     from tooltune.schema import ToolCall, read_jsonl
@@ -129,9 +130,8 @@ def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int
         [str(jsonl)],
         "verl",
         str(parquet),
-        template=template,
-        history=preset.data.history,
-        keep_reasoning=preset.data.keep_reasoning,
+        PromptControls(template=template, history=preset.data.history,
+                       keep_reasoning=preset.data.keep_reasoning),
     )
     samples = {s.id: s for s in read_jsonl(str(jsonl))}
     gold = {sid: render_target(s, template) for sid, s in samples.items()}
