@@ -7,7 +7,8 @@ standard errors are reported: over samples (sd of the seed-averaged d_i / sqrt(n
 draw of evaluation samples would move it) and over seeds (sd of the per-seed mean differences /
 sqrt(seeds): how much another training run would move it). A verdict uses the larger of the two:
 z = difference / max(se_samples, se_seeds); z beyond 2 in the paper's direction is "reproduced", in
-the other direction "not reproduced (reversed)", otherwise "inconclusive". ACE differences are
+the other direction "not reproduced (reversed)", otherwise "inconclusive"; with one seed a verdict is
+always "inconclusive" (the spread between seeds is not measured). ACE differences are
 paired the same way on the per-sample CER values.
 """
 
@@ -114,6 +115,9 @@ def verdict(diff: dict[str, Any], sign: int) -> tuple[str, str]:
     z = diff["z"]
     if math.isnan(z):
         return "inconclusive", "not measured"
+    if diff.get("seeds", 0) < 2:
+        return "inconclusive", (f"one seed (z {z:+.1f} over samples only): the spread between training runs, "
+                                "as large as the sampling error at this scale, is not measured")
     shown = f"z {z:+.1f} with the larger standard error"
     if sign * z >= 2:
         return "reproduced", f"same direction as the paper, {shown}"

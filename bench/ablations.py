@@ -26,6 +26,8 @@ N-th run of the list, so two processes can share the work (one torch thread each
 Run: python bench/ablations.py --out DIR [--profile quickstart|paper] [--seeds 0,1,2]
          [--variants binary,fine_grained,no_format,r2if] [--budget-s 150] [--clock cpu] [--shard 0/2]
      python bench/ablations.py --summarize --out DIR [--profile quickstart]
+     python bench/ablations.py --out DIR --diagnose-unseen NAME=MODEL_DIR,...   (unseen_tools.json: exact
+         match, pass@8, and whether the answers call training tools, offered tools or nothing)
      (or `tooltune bench ablations ...`; `--mini` is a seconds-long smoke run)
 """
 

@@ -41,11 +41,14 @@ def test_paired_difference_and_both_standard_errors_match_hand_computation() -> 
 
 def test_a_verdict_needs_two_standard_errors_in_the_papers_direction() -> None:
     rep = _module("bench._ablations_report")
-    assert rep.verdict({"z": -2.5}, -1)[0] == "reproduced"
-    assert rep.verdict({"z": 2.5}, -1) == ("not reproduced", rep.verdict({"z": 2.5}, -1)[1])
-    assert "reversed" in rep.verdict({"z": 2.5}, -1)[1]
-    assert rep.verdict({"z": -1.9}, -1)[0] == "inconclusive"
-    assert rep.verdict({"z": float("nan")}, 1)[0] == "inconclusive"
+    assert rep.verdict({"z": -2.5, "seeds": 3}, -1)[0] == "reproduced"
+    assert rep.verdict({"z": 2.5, "seeds": 3}, -1)[0] == "not reproduced"
+    assert "reversed" in rep.verdict({"z": 2.5, "seeds": 3}, -1)[1]
+    assert rep.verdict({"z": -1.9, "seeds": 3}, -1)[0] == "inconclusive"
+    assert rep.verdict({"z": float("nan"), "seeds": 3}, 1)[0] == "inconclusive"
+    # one seed: the spread between training runs is unknown, so no verdict however large z is
+    single = rep.verdict({"z": -6.0, "seeds": 1}, -1)
+    assert single[0] == "inconclusive" and "one seed" in single[1]
 
 
 def test_each_variant_is_a_valid_training_config_with_its_own_reward(tmp_path: Path) -> None:

@@ -311,7 +311,7 @@ def test_the_accuracy_figure_shows_validation_with_standard_errors_on_labelled_f
         assert "Validation" in fig._suptitle.get_text() and "standard error" in fig._suptitle.get_text()
         assert sft_ax.get_ylabel() == "greedy exact match (%)"
         assert sft_ax.get_xlabel() == "SFT step"
-        assert grpo_ax.get_xlabel() == "training time from the warm start (cpu s, evaluations excluded)"
+        assert grpo_ax.get_xlabel() == "training cpu time from the warm start (s)"
         grpo_bars, continued_bars = grpo_ax.containers  # both curves on the clock of the comparison
         assert grpo_bars.get_label().startswith("GRPO")
         assert continued_bars.get_label().startswith("SFT continued")

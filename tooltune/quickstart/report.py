@@ -253,7 +253,7 @@ def accuracy_figure(plt: Any, config: dict[str, Any], results: dict[str, dict[st
                 draw_validation(ax, [{"step": c["t"], VALIDATION_KEY: c["accuracy"],
                                       VALIDATION_SAMPLES_KEY: n_grpo}
                                      for c in results["sft_continued"].get("curve", [])], "SFT continued")
-            ax.set_xlabel(f"training time from the warm start ({clock} s, evaluations excluded)")
+            ax.set_xlabel(f"training {clock} time from the warm start (s)")
             ax.set_title("GRPO vs SFT continued, equal compute", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower right")
