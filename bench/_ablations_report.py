@@ -19,6 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from tooltune.evaluation.ace import ace_statistics
+
 PROFILES = {
     "quickstart": "quickstart.yaml",
     "paper": "quickstart_efficiency_paper.yaml",
@@ -64,14 +66,8 @@ CLAIMS = (
 METRICS = ("heldout_exact", "heldout_calls", "unseen_tools_exact", "unseen_tools_calls", "ace")
 
 
-def ace_summary(values: list[float]) -> dict[str, float]:
-    """ACE (mean R_cer), its standard error and n."""
-    n = len(values)
-    if not n:
-        return {"ace": 0.0, "stderr": 0.0, "n": 0}
-    mean = sum(values) / n
-    var = sum((x - mean) ** 2 for x in values) / (n - 1) if n > 1 else 0.0
-    return {"ace": mean, "stderr": math.sqrt(var / n), "n": n}
+ace_summary = ace_statistics
+"""ACE (mean R_cer), its standard error and n (`tooltune.evaluation.ace.ace_statistics`)."""
 
 
 def per_sample(result: dict[str, Any], metric: str) -> list[float]:

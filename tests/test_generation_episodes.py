@@ -24,6 +24,7 @@ from tooltune.generation import (
     NamedResult,
     Reply,
     ScriptedBackend,
+    SimulatedUser,
     Step,
     StopRules,
     TokenContext,
@@ -176,7 +177,7 @@ def test_nudges_stay_in_their_turn_until_the_message_limit(tasks: list[Sample]) 
 def test_a_user_simulator_opens_and_answers_turns(tasks: list[Sample]) -> None:
     task = tasks[0]
 
-    class Simulated(Dialogue):
+    class Simulated(SimulatedUser):
         def opening(self, run: EpisodeRun) -> Reply:
             return ASK
 

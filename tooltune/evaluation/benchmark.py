@@ -12,6 +12,7 @@ benchmark's name, so adding a benchmark is one module with a `Benchmark` subclas
 
 from __future__ import annotations
 
+import abc
 import argparse
 import importlib
 import os
@@ -146,7 +147,7 @@ def split_categories(categories: Sequence[str] | str | None) -> list[str] | None
     return [c.strip() for c in items if c.strip()]
 
 
-class Benchmark:
+class Benchmark(abc.ABC):
     """One benchmark: its items, scoring, aggregation, ground-truth player and command-line options.
 
     Subclasses set the class attributes and implement `prepare`, `scores`, `answers` and `ace_gold`."""
@@ -168,27 +169,28 @@ class Benchmark:
         """The benchmark's data folder (`benchmark_data_dir`), None when its data ships with a package."""
         return benchmark_data_dir(self.name, data_dir) if self.uses_data_dir else None
 
+    @abc.abstractmethod
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
                 user_simulator: bool = False) -> Prepared:
         """The items of `categories` (None = all) rendered and scored under `controls`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """One seed's verdict records -> per-category accuracy and the benchmark's aggregates."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
         """A `ScriptedBackend` policy answering every entry with its ground truth (expect 100%)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                  ) -> AceGold:
         """The single-turn entries whose correct answer is one list of calls (R2IF's ACE runs on them)."""
-        raise NotImplementedError
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Command-line options of this benchmark beyond the shared ones (none by default)."""
+        return None
 
     def user_backend(self, args: argparse.Namespace, backend: Any, data_dir: Path | None) -> Backend | None:
         """The backend that plays the user in simulated-user episodes, from this benchmark's options."""

@@ -42,6 +42,7 @@ tasks (`run_episodes`), the official checkers for the benchmarks.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -174,8 +175,15 @@ class Dialogue:
         """A step without calls ended a turn (not called once the episode has ended)."""
         return END
 
+
+
+class SimulatedUser(Dialogue, abc.ABC):
+    """A dialogue whose user is played by a backend: it may answer ``ask``, and then says what the user
+    simulator is asked (`user_request`) and what its reply becomes (`user_said`: by default the next turn)."""
+
+    @abc.abstractmethod
     def user_request(self, run: EpisodeRun) -> GenerationRequest:
-        raise NotImplementedError(f"episode {run.id!r}: this dialogue has no user simulator")
+        """The request the user simulator answers."""
 
     def user_said(self, run: EpisodeRun, text: str) -> Reply:
         return Reply.turn(({"role": "user", "content": text},))
@@ -271,6 +279,9 @@ class EpisodeRun:
         return out
 
     def user_request(self) -> GenerationRequest:
+        if not isinstance(self.dialogue, SimulatedUser):
+            raise TypeError(f"episode {self.id!r} asks for the user, but its dialogue "
+                            f"({type(self.dialogue).__name__}) is not a SimulatedUser")
         return self.dialogue.user_request(self)
 
     def _stop(self, why: str) -> None:

@@ -37,13 +37,13 @@ from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import (
     ASK,
     Backend,
-    Dialogue,
     EpisodeConfig,
     EpisodeRun,
     GenerationRequest,
     MessageContext,
     MissingPrediction,
     Reply,
+    SimulatedUser,
     Step,
     StopRules,
     drive,
@@ -187,7 +187,7 @@ class SandboxExecutor:
         return ToolResult(out, error=out.startswith("Error during execution"))
 
 
-class _User(Dialogue):
+class _User(SimulatedUser):
     """ACEBench's user side. multi_step: the question, then `NO_CALL_REPLY` after every reply without
     calls. multi_turn: the user simulator (`msgs`, its own transcript, where the agent is the user),
     first and after every reply without calls."""
