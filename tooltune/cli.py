@@ -40,6 +40,8 @@ GROUPS: dict[str, tuple[str, str]] = {
                "report`)."),
     "quickstart": ("tooltune.quickstart.commands",
                    "Run the whole pipeline offline on a tiny model in minutes: data, SFT, GRPO, evaluation."),
+    "models": ("tooltune.models.commands",
+               "Turn published model files into model folders: a GGUF file or package -> safetensors."),
     "bench": ("tooltune.bench_commands", "Run the benchmarks in bench/ and print measured ratios."),
 }
 

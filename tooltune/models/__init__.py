@@ -5,6 +5,8 @@
   Hugging Face directory.
 - `load_model_and_tokenizer(name_or_path, dtype, device)`: local directory or Hub id, clear offline errors.
 - `load_tokenizer(name_or_path)`: the tokenizer alone (no weights loaded), with the same errors.
+- `tooltune.models.gguf.convert_gguf(source, out, dtype)`: a GGUF file (or a package shipping one) as a
+  model folder; imported from its module, since it needs the gguf package (`tooltune models from-gguf`).
 """
 
 from tooltune.models.loading import ModelLoadError, load_model_and_tokenizer, load_tokenizer
