@@ -156,7 +156,8 @@ def test_compare_flags_non_comparable_runs(tmp_path, shared_data_dir, capsys) ->
         compare_runs(a, tmp_path)
     md = write_report([a, c], tmp_path / "rep" / "r.md")
     text = md.read_text()
-    assert "| level-1 | 100.0 | 399 |" in text and "(one category: no chart)" in text
+    assert "| level-1 | 100.0 | 0.0 | 399 |" in text and "(one category: no chart)" in text
+    assert "Entries: all entries" in text
     assert not list((tmp_path / "rep").glob("*.png"))  # one category each: a table, no one-bar chart
 
 
@@ -169,3 +170,33 @@ def test_cli_rejects_ambiguous_sources(tmp_path, shared_data_dir, capsys) -> Non
     assert "got model and endpoint" in capsys.readouterr().err
     assert main(["eval", "apibank", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path),
                  "--scripted"]) == 2
+
+
+def test_compare_gives_paired_differences_with_standard_errors(tmp_path, shared_data_dir, capsys) -> None:
+    """Two runs on the same subset: B - A per score with its paired SE and z, in the JSON and the table."""
+    from tooltune.evaluation.scripted import ground_truth_policy
+    from tooltune.generation import GenerationRequest
+
+    a = _apibank(tmp_path, shared_data_dir, "a", "--scripted", "--categories", "level-1", "--subset", "30",
+                 "--no-report")
+    ids = [json.loads(x)["id"] for x in (a / "verdicts.jsonl").read_text().splitlines()]
+    play = ground_truth_policy("apibank", data_dir=shared_data_dir / "apibank",
+                               controls=Controls(scoring="corrected"))
+    wrong = tmp_path / "wrong.jsonl"  # ten entries answered wrong, the rest right
+    answers = {i: "no" if n < 10 else play(GenerationRequest([], id=i)) for n, i in enumerate(ids)}
+    wrong.write_text("".join(json.dumps({"id": i, "result": r}) + "\n" for i, r in answers.items()))
+    b = _apibank(tmp_path, shared_data_dir, "b", "--predictions", str(wrong), "--categories", "level-1",
+                 "--subset", "30", "--no-report")
+    paired = compare_runs(a, b)["paired"]
+    got = paired["scores"]["overall"]
+    assert paired["units"] == 30 and got["delta"] == pytest.approx(-1 / 3)
+    d = [-1.0] * 10 + [0.0] * 20
+    var = sum((x + 1 / 3) ** 2 for x in d) / 29
+    assert got["se"] == pytest.approx(math.sqrt(var / 30))
+    assert got["z"] == pytest.approx(got["delta"] / got["se"])
+    capsys.readouterr()
+    main(["eval", "compare", str(a), str(b)])
+    out = capsys.readouterr().out
+    assert "paired over the 30 units both runs scored" in out
+    row = next(line for line in out.splitlines() if line.startswith("overall "))
+    assert row.split()[1:] == ["100.00", "66.67", "-33.33", f"{100 * got['se']:.2f}", f"{got['z']:+.2f}"]

@@ -53,8 +53,25 @@ def test_a_run_of_one_category_gets_its_table_and_no_chart(tmp_path: Path) -> No
     one = _run(tmp_path / "one", "bfcl", {"simple_python": (1.0, 400)})
     two = _run(tmp_path / "two", "apibank", {"level-1": (0.9, 400), "level-2": (0.5, 100)})
     text = write_report([one, two], tmp_path / "rep" / "r.md").read_text()
-    assert "| simple_python | 100.0 | 400 |" in text and "(one category: no chart)" in text
+    assert "| simple_python | 100.0 | – | 400 |" in text and "(one category: no chart)" in text  # no SE kept
     assert sorted(p.name for p in (tmp_path / "rep").glob("*.png")) == ["r_1_apibank.png"]
     # BFCL's Table-2 and leaderboard tables: none of their columns was run, so no row of dashes
     assert "None of this table's columns was run." in text
     assert "| – | – |" not in text
+
+
+def test_the_report_states_the_subset_and_each_scores_standard_error(tmp_path: Path) -> None:
+    run = _run(tmp_path / "sub", "bfcl", {"simple_python": (0.5, 20), "multiple": (0.25, 20)})
+    summary = json.loads((run / "summary.json").read_text())
+    summary["mean_std"]["table2.non_live.multiple"] = {"mean": 0.25, "std": 0.0, "n": 1}
+    summary["standard_errors"] = {"categories.simple_python.accuracy": 0.1147,
+                                  "categories.multiple.accuracy": 0.0993, "table2.non_live.multiple": 0.0993}
+    summary["subset"] = {"per_category": 20, "seed": 0, "units": 40, "entries": 40,
+                         "categories": {"multiple": {"units": 20, "available": 200, "entries": 20},
+                                        "simple_python": {"units": 20, "available": 400, "entries": 20}}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = write_report([run], tmp_path / "rep" / "r.md").read_text()
+    assert ("Entries: subset: at most 20 per category, seed 0; 40 units, 40 entries "
+            "(multiple 20/200, simple_python 20/400)") in text
+    assert "| simple_python | 50.0 | 11.5 | 20 |" in text and "| multiple | 25.0 | 9.9 | 20 |" in text
+    assert "| 25.0 (SE 9.9) |" in text  # the Table-2 cell of non-live multiple

@@ -426,3 +426,79 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
         runner.evaluate("apibank", [(0, backend)], tmp_path / "refused", controls, categories="level-1",
                         data_dir=shared_data_dir / "apibank", show_progress=False)
     runner.check_local_tool_support([(0, backend)], Controls())
+
+
+# --------------------------------------------------------------------------------------------
+# Subsets
+
+
+def test_a_subset_run_records_its_entries_and_resumes_only_the_same_subset(tmp_path, shared_data_dir,
+                                                                          gold_predictions, capsys) -> None:
+    """--subset N --subset-seed S scores N entries per category; the manifest, run.json, summary, report
+    and the printed result state the subset; another seed is another run."""
+    out = tmp_path / "run"
+    capsys.readouterr()
+    assert _apibank(out, gold_predictions, shared_data_dir, "--subset", "25", "--subset-seed", "3") == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["entries"] == ("subset: at most 25 per category, seed 3; 25 units, 25 entries "
+                                  "(level-1 25/399)")
+    assert printed["standard_errors"]["level-1"] == 0.0 and printed["level-1"] == 1.0
+    verdicts = _lines(out / "verdicts.jsonl")
+    assert len(verdicts) == 25
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["subset_identity"] == {"per_category": 25, "seed": 3}
+    assert manifest["subset"]["categories"] == {"level-1": {"units": 25, "available": 399, "entries": 25}}
+    assert json.loads((out / "run.json").read_text())["subset"] == {"per_category": 25, "seed": 3}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["subset"]["entries"] == 25 and summary["standard_errors"]["overall"] == 0.0
+    again = tmp_path / "again"  # the same subset is the same entries
+    assert _apibank(again, gold_predictions, shared_data_dir, "--subset", "25", "--subset-seed", "3",
+                    "--no-report") == 0
+    assert {v["id"] for v in _lines(again / "verdicts.jsonl")} == {v["id"] for v in verdicts}
+    capsys.readouterr()
+    assert _apibank(out, gold_predictions, shared_data_dir, "--subset", "25", "--subset-seed", "4",
+                    "--resume") == 2
+    assert "subset.seed: 3 vs 4" in _one_line_error(capsys, "apibank")
+    assert _apibank(out, gold_predictions, shared_data_dir, "--resume") == 2  # the whole set is another run
+    assert "subset" in _one_line_error(capsys, "apibank")
+    assert _apibank(out, gold_predictions, shared_data_dir, "--subset", "25", "--subset-seed", "3",
+                    "--resume") == 0
+
+
+def test_an_id_list_subset_and_its_refusals(tmp_path, shared_data_dir, gold_predictions, capsys) -> None:
+    ids = tmp_path / "ids.txt"
+    chosen = [v["id"] for v in _lines(gold_predictions)][5:9]
+    ids.write_text("\n".join(chosen) + "\n")
+    out = tmp_path / "run"
+    assert _apibank(out, gold_predictions, shared_data_dir, "--subset-ids", str(ids)) == 0
+    assert sorted(v["id"] for v in _lines(out / "verdicts.jsonl")) == sorted(chosen)
+    identity = json.loads((out / "run.json").read_text())["subset"]
+    assert set(identity) == {"ids_sha256"}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["subset"]["ids_file"] == "ids.txt" and summary["subset"]["entries"] == 4
+    capsys.readouterr()
+    ids.write_text(chosen[0] + "\nlevel-1-no-such-entry\n")
+    assert _apibank(tmp_path / "bad", gold_predictions, shared_data_dir, "--subset-ids", str(ids)) == 2
+    err = _one_line_error(capsys, "apibank")
+    assert "subset_ids" in err and "level-1-no-such-entry" in err and "1 id(s)" in err
+    assert not (tmp_path / "bad").exists()
+    assert _apibank(tmp_path / "both", gold_predictions, shared_data_dir, "--subset", "3", "--subset-ids",
+                    str(ids)) == 2
+    assert "not both" in _one_line_error(capsys, "apibank")
+
+
+def test_bfcl_subset_scores_go_through_the_official_checker_and_its_formulas(tmp_path) -> None:
+    out = tmp_path / "bfcl"
+    non_live = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
+                "parallel_multiple")
+    assert main(["eval", "bfcl", "--scripted", "--categories", ",".join(non_live), "--subset", "3",
+                 "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    cats = summary["per_seed"]["0"]["categories"]
+    assert {c: v["total"] for c, v in cats.items()} == dict.fromkeys(non_live, 3)
+    acc = {c: v["accuracy"] for c, v in cats.items()}
+    simple = (acc["simple_python"] + acc["simple_java"] + acc["simple_javascript"]) / 3
+    expected = (simple + acc["multiple"] + acc["parallel"] + acc["parallel_multiple"]) / 4
+    assert summary["scores"]["table2.non_live.overall"] == pytest.approx(expected)
+    assert "table2.non_live.overall" in summary["standard_errors"]
+    assert "Entries: subset: at most 3 per category, seed 0; 18 units" in (out / "report.md").read_text()

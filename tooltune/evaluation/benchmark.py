@@ -188,6 +188,11 @@ class Benchmark(abc.ABC):
                  ) -> AceGold:
         """The single-turn entries whose correct answer is one list of calls (R2IF's ACE runs on them)."""
 
+    def subset_unit(self, entry_id: str, category: str) -> str:
+        """The item `entry_id` belongs to for subsets and standard errors: what `scores` counts as one
+        (an entry by default). `scores` must depend on a unit's category and verdicts, not on its id."""
+        return entry_id
+
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Command-line options of this benchmark beyond the shared ones (none by default)."""
         return None

@@ -33,6 +33,7 @@ from tooltune.evaluation.benchmark import Benchmark, benchmark_names, get_benchm
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import RunOptions, evaluate
 from tooltune.evaluation.scripted import ground_truth_policy
+from tooltune.evaluation.subset import describe_subset
 from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
 from tooltune.rundir import RunLock, check_identity, removed_on_failure, write_identity
 
@@ -108,6 +109,7 @@ def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, 
     backend.batch_size = sampling.batch_size or backend.batch_size  # 0 = one call: keep the model's
     if not opts.out:
         raise ConfigError("out: the output folder is required (--out DIR)")
+    opts.validate()
     config_mechanism.prepare_output(opts.out, "--out", folder=True)
     return opts, controls, sampling, backend
 
@@ -158,13 +160,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     with RunLock(opts.out):  # the report is written under the same lock as the results
         summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
                            sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                           user_backend=user_backend)
+                           user_backend=user_backend, subset=opts.subset_spec())
         if opts.report:
             write_report([opts.out], Path(opts.out) / "report.md")
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
                 for k, v in summary["scores"].items()
                 if k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1)}
-    shown = {"out": str(opts.out), "seeds": summary["seeds"], "scoring": controls.scoring, **headline}
+    errors = summary.get("standard_errors") or {}
+    se = {k.removeprefix("categories.").removesuffix(".accuracy"): round(errors[k], 4)
+          for k in summary["scores"] if k in errors and
+          (k.endswith(".accuracy") or (not k.startswith("categories.") and k.count(".") <= 1))}
+    shown = {"out": str(opts.out), "seeds": summary["seeds"], "scoring": controls.scoring,
+             "entries": describe_subset(summary.get("subset")), **headline, "standard_errors": se}
     print(json.dumps(shown, indent=2))
     for s in summary.get("skipped") or []:
         print(f"skipped: {s}", file=sys.stderr)
@@ -217,9 +224,18 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"NOT COMPARABLE: {b['field']} differs: {a} vs {b_}")
     for d in result["differences"]:
         print(f"compared: {d['field']}: {d['a']} vs {d['b']}")
+    paired = (result.get("paired") or {}).get("scores", {})
+    if result.get("paired"):
+        p = result["paired"]
+        print(f"paired over the {p['units']} units both runs scored (only A: {p['only_a']}, only B: "
+              f"{p['only_b']}); SE and z of B - A over entries")
+    print(f"{'score':55s} {'A':>7s} {'B':>7s} {'B - A':>7s} {'SE':>6s} {'z':>6s}")
     for k, v in result["scores"].items():
         if k.endswith(("accuracy", "overall", "non_live", "live", "hallucination", "multi_turn")):
-            print(f"{k:55s} {100 * v['a']:7.2f} {100 * v['b']:7.2f} {100 * v['delta']:+7.2f}")
+            d = paired.get(k) or {}
+            se = f"{100 * d['se']:6.2f}" if d.get("se") is not None else f"{'–':>6s}"
+            z = f"{d['z']:+6.2f}" if d.get("z") is not None else f"{'–':>6s}"
+            print(f"{k:55s} {100 * v['a']:7.2f} {100 * v['b']:7.2f} {100 * v['delta']:+7.2f} {se} {z}")
     print("comparable" if result["comparable"] else "runs are NOT comparable (see above)")
     return 0 if result["comparable"] else 1
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from tooltune.config import option
 from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.uncertainty import flatten_numbers, paired_differences, read_verdicts
 from tooltune.evaluation.verdict import SCORING_MODES
 from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
@@ -31,8 +32,9 @@ logger = logging.getLogger(__name__)
 
 PACKAGES = ("tooltune", "bfcl-eval", "torch", "transformers", "trl", "numpy")
 
-COMPARABLE_KEYS = ("benchmark", "categories", "template", "controls.scoring", "system_prompt_sha256",
-                   "controls", "data_sha256", "seeds", "sampling", "packages.bfcl-eval", "packages.tooltune")
+COMPARABLE_KEYS = ("benchmark", "categories", "subset_identity", "template", "controls.scoring",
+                   "system_prompt_sha256", "controls", "data_sha256", "seeds", "sampling",
+                   "packages.bfcl-eval", "packages.tooltune")
 """Manifest fields that must be equal for two runs' scores to be comparable (model and backend are
 what a comparison is about, so they may differ)."""
 
@@ -96,11 +98,15 @@ def build_manifest(
     sampling: Mapping[str, Any] | None = None,
     system_extra: str = "",
     predictions_sha256: Mapping[str, str] | None = None,
+    subset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Everything a run's scores depend on; `predictions_sha256`: seed -> digest of replayed predictions."""
+    """Everything a run's scores depend on; `predictions_sha256`: seed -> digest of replayed predictions;
+    `subset`: the entries chosen (`tooltune.evaluation.subset.select`), None for the whole benchmark."""
     return {
         "benchmark": benchmark,
         "categories": list(categories),
+        "subset": dict(subset) if subset else None,
+        "subset_identity": subset_identity(subset),
         "model": model,
         "backend": backend,
         "predictions_sha256": dict(predictions_sha256 or {}),
@@ -115,10 +121,17 @@ def build_manifest(
     }
 
 
+def subset_identity(subset: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What defines a subset's entries (count and seed, or the id file's sha256); None for all entries."""
+    if not subset:
+        return None
+    return {k: subset[k] for k in ("per_category", "seed", "ids_sha256") if k in subset}
+
+
 def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a manifest that define the run's results, flat (controls and sampling unnested).
 
-    What the scores depend on: benchmark, categories, what generated (model, backend, digests of
+    What the scores depend on: benchmark, categories, the subset, what generated (model, backend, digests of
     replayed predictions), the controls (the system prompt by its sha256), sampling, seeds, the data
     files' sha256 and the versions of the packages that score (`Benchmark.scoring_packages`). The Python
     version and the other packages are recorded in the manifest but do not block a resume."""
@@ -130,6 +143,7 @@ def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
         "command": "eval",
         "benchmark": manifest.get("benchmark"),
         "categories": manifest.get("categories"),
+        **({"subset": manifest["subset_identity"]} if manifest.get("subset_identity") else {}),
         "model": manifest.get("model"),
         "backend": manifest.get("backend"),
         "predictions_sha256": manifest.get("predictions_sha256") or {},
@@ -225,20 +239,9 @@ def mean_std(values: list[float]) -> dict[str, float]:
     return {"mean": mean, "std": std, "n": n}
 
 
-def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    out: dict[str, float] = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, key + "."))
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[key] = float(v)
-    return out
-
-
 def aggregate_seeds(per_seed: Mapping[int, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
     """Per metric (flattened dotted keys of each seed's scores): mean ± std over the seeds that have it."""
-    flat = {s: _flatten(v) for s, v in per_seed.items()}
+    flat = {s: flatten_numbers(v) for s, v in per_seed.items()}
     keys = sorted({k for f in flat.values() for k in f})
     return {k: mean_std([f[k] for f in flat.values() if k in f]) for k in keys}
 
@@ -255,7 +258,10 @@ def _get(d: Mapping[str, Any], dotted: str) -> Any:
 
 
 def compare_runs(run_a: str | os.PathLike, run_b: str | os.PathLike) -> dict[str, Any]:
-    """Score differences (B - A) of two run folders and the manifest differences that forbid comparing."""
+    """Score differences (B - A) of two run folders and the manifest differences that forbid comparing.
+
+    `paired` (when both folders hold verdicts of the same registered benchmark): each score's B - A on
+    the units both runs scored, with its paired standard error and z (`uncertainty.paired_differences`)."""
     loaded = []
     for run in (run_a, run_b):
         folder = Path(run)
@@ -271,6 +277,12 @@ def compare_runs(run_a: str | os.PathLike, run_b: str | os.PathLike) -> dict[str
                 if _get(ma, k) != _get(mb, k)]
     info = [{"field": k, "a": ma.get(k), "b": mb.get(k)} for k in ("model", "backend")
             if ma.get(k) != mb.get(k)]
-    fa, fb = _flatten(sa.get("scores", {})), _flatten(sb.get("scores", {}))
+    fa, fb = flatten_numbers(sa.get("scores", {})), flatten_numbers(sb.get("scores", {}))
     diffs = {k: {"a": fa[k], "b": fb[k], "delta": fb[k] - fa[k]} for k in sorted(set(fa) & set(fb))}
-    return {"comparable": not blockers, "blockers": blockers, "differences": info, "scores": diffs}
+    paired = None
+    name = ma.get("benchmark")
+    has_verdicts = all((Path(run) / "verdicts.jsonl").is_file() for run in (run_a, run_b))
+    if has_verdicts and name == mb.get("benchmark") and name in benchmark_names():
+        paired = paired_differences(get_benchmark(name), read_verdicts(run_a), read_verdicts(run_b))
+    return {"comparable": not blockers, "blockers": blockers, "differences": info, "scores": diffs,
+            "paired": paired}

@@ -1,6 +1,8 @@
 """Markdown report and PNG bar charts from evaluation run folders (summary.json + manifest.json).
 
-Scores are shown as mean ± std over seeds (in percent), each run labelled with its model, template and
+Scores are shown as mean ± std over seeds (in percent) with their standard error over entries (SE,
+`uncertainty.standard_errors`; a run without one shows –), the entries scored (all, or the subset and
+its per-category counts), each run labelled with its model, template and
 scoring mode (`official` or `corrected`); a report over runs scored under different rules says so at the
 top. Each run with two categories or more gets a bar chart (accuracy in percent on a 0-100 axis, ± 1
 binomial standard error over each category's entries); a run of one category gets its table only, and
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.subset import describe_subset
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,11 @@ def _cell(mean_std: dict[str, Any], key: str) -> str:
     return f"{100 * v['mean']:.1f}" + (f" ± {100 * v['std']:.1f}" if v["n"] > 1 else "")
 
 
+def _se_cell(summary: dict[str, Any], key: str) -> str:
+    se = (summary.get("standard_errors") or {}).get(key)
+    return "–" if se is None else f"{100 * se:.1f}"
+
+
 def _label(run: dict[str, Any]) -> str:
     m = run["manifest"]
     scoring = (m.get("controls") or {}).get("scoring") or "unrecorded"
@@ -50,7 +58,9 @@ def _table(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -
     lines = ["| Run | " + " | ".join(c for c, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for r in runs:
         ms = r["summary"].get("mean_std", {})
-        lines.append(f"| {_label(r)} | " + " | ".join(_cell(ms, k) for _, k in columns) + " |")
+        cells = [_cell(ms, k) + (f" (SE {s})" if (s := _se_cell(r["summary"], k)) != "–" else "")
+                 for _, k in columns]
+        lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -140,12 +150,15 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
         lines += [f"## {r['summary'].get('benchmark', '')}: {_label(r)}", "",
                   f"Seeds {r['summary'].get('seeds')}; controls {json.dumps(m.get('controls', {}))}; "
                   f"system prompt sha256 {str(m.get('system_prompt_sha256', ''))[:12]}", "",
-                  "| Category | Accuracy (%) | Entries |", "|---|---|---|"]
+                  f"Entries: {describe_subset(r['summary'].get('subset'))}", "",
+                  "| Category | Accuracy (%) | SE (%) | Entries |", "|---|---|---|---|"]
+        summary = r["summary"]
         for c in cats:
             total = ms.get(f"categories.{c}.total", {}).get("mean", 0)
-            lines.append(f"| {c} | {_cell(ms, f'categories.{c}.accuracy')} | {total:.0f} |")
+            key = f"categories.{c}.accuracy"
+            lines.append(f"| {c} | {_cell(ms, key)} | {_se_cell(summary, key)} | {total:.0f} |")
         for key in sorted(k for k in ms if not k.startswith(("categories.", "table2.", "leaderboard."))):
-            lines.append(f"| **{key}** | {_cell(ms, key)} | |")
+            lines.append(f"| **{key}** | {_cell(ms, key)} | {_se_cell(summary, key)} | |")
         lines += ["", f"![{png.stem}]({png.name})" if png else "(one category: no chart)", ""]
         for s in r["summary"].get("skipped") or []:
             lines.append(f"- skipped: {s}")

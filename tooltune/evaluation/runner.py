@@ -3,7 +3,8 @@
 Output folder: `verdicts.jsonl` (one line per seed and entry: {"id", "category", "valid", "error",
 "seed"}, appended as produced, so an interrupted run loses nothing and `resume=True` skips finished
 entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file, replayable),
-`summary.json` (scores of each seed, mean ± std over seeds, the formulas; with replayed predictions,
+`summary.json` (scores of each seed, mean ± std over seeds, each score's standard error over entries,
+the subset when one was chosen, the formulas; with replayed predictions,
 per seed how the file fits the entries: `predictions_report`), `manifest.json` and
 `run.json` (the manifest fields that define the results, `protocol.run_identity`).
 
@@ -42,6 +43,8 @@ from tooltune.evaluation.benchmark import (
     get_benchmark,
 )
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
+from tooltune.evaluation.subset import SubsetSpec, select
+from tooltune.evaluation.uncertainty import standard_errors
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
 from tooltune.prompts import check_history_reasoning, check_tool_support
@@ -49,8 +52,8 @@ from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_ident
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DATA_DIR_ENV", "DataDirError", "Prepared", "RunOptions", "Task", "benchmark_data_dir", "evaluate",
-           "prepare", "run_seed"]
+__all__ = ["DATA_DIR_ENV", "DataDirError", "Prepared", "RunOptions", "SubsetSpec", "Task",
+           "benchmark_data_dir", "evaluate", "prepare", "prepare_subset", "run_seed"]
 
 
 @dataclass
@@ -83,10 +86,27 @@ class RunOptions:
         False, "With predictions: skip entries that have no prediction instead of failing them."
     )
     report: bool = option(True, "Write DIR/report.md and its PNG bar chart.")
+    subset: int = option(
+        0,
+        "Score at most N entries of each category (0 = all), chosen by a permutation seeded with "
+        "--subset-seed that does not depend on file order; the report states the subset.",
+        min=0,
+    )
+    subset_seed: int = option(0, "Seed of the --subset permutation (the same seed picks the same entries).")
+    subset_ids: str = option(
+        "",
+        "Score only the entries whose ids this file lists (one id per line, # comments); an id that is "
+        "no entry of the categories evaluated is refused.",
+    )
 
     def validate(self) -> RunOptions:
         check_values(self)
+        self.subset_spec()
         return self
+
+    def subset_spec(self) -> SubsetSpec:
+        """The subset these options choose (inactive: the whole benchmark)."""
+        return SubsetSpec(self.subset, self.subset_seed, self.subset_ids)
 
 
 def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
@@ -96,6 +116,15 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
     `user_simulator`."""
     bench = get_benchmark(benchmark)
     return bench.prepare(categories, controls, bench.data_dir(data_dir), user_simulator)
+
+
+def prepare_subset(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
+                   data_dir: str | os.PathLike | None = None, user_simulator: bool = False,
+                   subset: SubsetSpec | None = None) -> tuple[Prepared, dict[str, Any] | None]:
+    """`prepare` restricted to `subset` (`tooltune.evaluation.subset.select`), with the subset's record
+    (None for the whole benchmark)."""
+    prep = prepare(benchmark, categories, controls, data_dir, user_simulator)
+    return select(prep, subset or SubsetSpec(), get_benchmark(benchmark).subset_unit)
 
 
 def _progress(total: int, desc: str) -> Any:
@@ -248,13 +277,16 @@ def evaluate(
     model: str | None = None,
     show_progress: bool = True,
     user_backend: Backend | None = None,
+    subset: SubsetSpec | None = None,
 ) -> dict[str, Any]:
     """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
 
     `backends`: (seed, backend) pairs, or one backend for the protocol's seeds 0..RunOptions().seeds-1.
     Without `controls` / `sampling` the protocol defaults apply (`Controls()`, `Sampling()`: temperature
     0.7), the same as `tooltune eval` without flags. `data_dir`: see `benchmark_data_dir`.
-    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one).
+    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one). `subset`
+    restricts the run to fixed entries (recorded in the manifest and summary, part of the run's identity).
+    The summary holds each score's standard error over entries (`uncertainty.standard_errors`).
 
     `out_dir` must be new or empty, or hold this same run when `resume` is set (`rundir.RunMismatch`
     otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when another process
@@ -263,7 +295,7 @@ def evaluate(
     if isinstance(backends, Backend):
         backends = [(s, backends) for s in range(RunOptions().seeds)]
     out = Path(out_dir)
-    prep = prepare(benchmark, categories, controls, data_dir, user_simulator=user_backend is not None)
+    prep, chosen = prepare_subset(benchmark, categories, controls, data_dir, user_backend is not None, subset)
     _check_reasoning_history(prep, backends, controls)
     bench = get_benchmark(benchmark)
     seeds = [s for s, _ in backends]
@@ -273,7 +305,7 @@ def evaluate(
         names += f" (user simulator: {user_backend.name})"
     digests = {str(s): d for s, b in backends if (d := predictions_sha256(b)) is not None}
     manifest = build_manifest(benchmark, cats, controls, seeds, model, names, prep.data_files,
-                              asdict(sampling) | {"partial": partial}, prep.system_extra, digests)
+                              asdict(sampling) | {"partial": partial}, prep.system_extra, digests, chosen)
     n_items = len(prep.tasks) + len(prep.episodes)
     with RunLock(out):
         resuming = check_identity(out, run_identity(manifest), resume)
@@ -299,6 +331,8 @@ def evaluate(
         summary = {"benchmark": benchmark, "seeds": seeds, "n_entries": n_items,
                    "scores": {k: v["mean"] for k, v in aggregate_seeds(per_seed).items()},
                    "mean_std": aggregate_seeds(per_seed),
+                   "standard_errors": standard_errors(bench, records),
+                   "subset": chosen,
                    "per_seed": {str(s): v for s, v in per_seed.items()}, "skipped": prep.skipped,
                    "scoring": controls.scoring}
         if bench.formulas:

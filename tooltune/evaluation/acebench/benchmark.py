@@ -81,6 +81,10 @@ class AceBenchBenchmark(Benchmark):
     def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return scoring.scores(records)
 
+    def subset_unit(self, entry_id: str, category: str) -> str:
+        """A normal_multi_turn dialogue is one unit (its turns are scored together)."""
+        return scoring.dialogue_id(entry_id, category)
+
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
         cats = self._categories(categories, data_dir)

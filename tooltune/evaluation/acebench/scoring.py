@@ -58,6 +58,12 @@ IRRELEVANT_ANSWER = "Due to the limitations of the function, I cannot solve this
 _TURN_SUFFIX = re.compile(r"_\d+$")
 
 
+def dialogue_id(entry_id: str, category: str) -> str:
+    """The id of the dialogue a normal_multi_turn turn belongs to (ACEBench scores a dialogue as one
+    item: correct when every turn is); other entries are their own item."""
+    return _TURN_SUFFIX.sub("", entry_id) if category.startswith("normal_multi_turn") else entry_id
+
+
 def categories_in(data_dir: str | os.PathLike) -> list[str]:
     names = sorted(p.name[5:-5] for p in Path(data_dir).glob("data_*.json"))
     if not names:
@@ -180,7 +186,7 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     by_cat: dict[str, dict[str, bool]] = {}
     process: dict[str, list[float]] = {}
     for r in records:
-        key = _TURN_SUFFIX.sub("", r["id"]) if r["category"].startswith("normal_multi_turn") else r["id"]
+        key = dialogue_id(r["id"], r["category"])
         unit = by_cat.setdefault(r["category"], {})
         unit[key] = unit.get(key, True) and bool(r["valid"])
         if r["category"] in AGENT_CATEGORIES:
