@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("prompts", "models"),
     ("generation",),
     ("rewards",),
+    ("integrations",),
     ("data",),
     ("training", "evaluation"),
     ("quickstart",),

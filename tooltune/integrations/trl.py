@@ -1,0 +1,192 @@
+"""tooltune environments as TRL environments: `GRPOTrainer(environment_factory=...)`.
+
+TRL 1.16 builds one instance per rollout from a factory, lists the public methods of its class as the
+tools (their schemas from type hints and docstrings, `transformers.utils.get_json_schema`), calls
+``reset(**row)`` with the dataset row before generation, runs the model's tool calls on those methods
+and, when the class defines ``get_reward()``, takes it as a reward of weight 1 once per rollout. A dict
+of factories lets one run mix environments: each row's ``environment`` column names its factory.
+
+`environment_class(name, tools)` generates such a class for a registered tooltune environment: one
+method per tool (`tooltune.integrations.signatures`: real signatures and docstrings, names that are not
+identifiers mapped), ``reset`` loading the row's task from its ``task`` column (a task line as
+`tooltune data tasks` writes it: JSON text of a `Sample` whose ``meta["env"]`` names the environment, or
+the same as an object) and ``get_reward`` the environment's outcome score. `environment_factories(tasks)`
+gives the dict form (one class per environment name, its tools the union of its tasks' tools) and
+`environment_rows(tasks)` the matching dataset rows; `mcp_environment_class(server)` takes the methods
+from an MCP server's tool list.
+
+Nothing here raises inside TRL's loop on a bad row or a bad call: a row whose task does not load leaves
+the rollout without a task (every call answers an error message saying why, the reward is 0.0), a call
+to a tool the row's task does not offer, or with arguments that do not fit, is the environment's own
+failed step (`Environment.step`); each reason is logged. ``get_reward`` judges the state reached; a task
+whose check reads the final answer text (an ``mcp`` ``answer`` check) sees an empty answer here, since
+TRL does not hand the final text to the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from tooltune.environments import Environment, TaskError, environment_of, make_environment
+from tooltune.environments.base import error_result
+from tooltune.environments.mcp import McpSettings
+from tooltune.environments.mcp_client import McpConnection
+from tooltune.environments.mcp_data import McpServer
+from tooltune.integrations.signatures import PythonTool, python_tools
+from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
+
+logger = logging.getLogger(__name__)
+
+TASK_COLUMN = "task"
+"""The dataset column holding a row's task (JSON text of the task sample)."""
+ENVIRONMENT_COLUMN = "environment"
+"""The column TRL's dict form reads to pick a row's environment."""
+
+
+def load_task(value: Any) -> Sample:
+    """A row's task: JSON text of a `Sample` or the object itself; SchemaError names the column."""
+    where = f"row column {TASK_COLUMN!r}"
+    if isinstance(value, Sample):
+        return value
+    if isinstance(value, str):
+        return Sample.from_json(value, where)
+    if isinstance(value, dict):
+        return Sample.from_dict(value, where)
+    raise SchemaError(f"{where}: expected the task's JSON text, got {type(value).__name__}")
+
+
+class TRLEnvironment:
+    """The base of the generated classes: a tooltune environment behind TRL's environment protocol.
+
+    Public methods are tools to TRL, so everything that is not a tool is private here."""
+
+    environment_name: ClassVar[str] = ""
+    tool_methods: ClassVar[dict[str, PythonTool]] = {}
+    """Method name -> the tool it calls (with its parameter mapping)."""
+    tool_specs: ClassVar[list[ToolSpec]] = []
+    """The tools the methods were generated from."""
+
+    def __init__(self) -> None:
+        self._environment: Environment = make_environment(self.environment_name)
+        self._task: Sample | None = None
+        self._problem = "reset() was not called"
+        self.last_outcome: Any = None
+
+    def reset(self, **row: Any) -> str | None:
+        """Load the row's task; a task that does not load is logged and leaves the rollout without one."""
+        self._task, self.last_outcome = None, None
+        try:
+            task = load_task(row.get(TASK_COLUMN))
+            if environment_of(task) != self.environment_name:
+                raise TaskError(f"sample {task.id!r}: its environment is {environment_of(task)!r}, "
+                                f"not {self.environment_name!r}")
+            self._environment.reset(task)
+        except (SchemaError, TaskError, ValueError) as e:
+            self._problem = f"the row's task did not load: {e}"
+            logger.warning("%s: %s", type(self).__name__, self._problem)
+            return None
+        self._task = task
+        return None
+
+    def get_reward(self) -> float:
+        """The environment's outcome score for the state reached (0.0 for a rollout without a task)."""
+        if self._task is None:
+            return 0.0
+        try:
+            self.last_outcome = self._environment.outcome(None)
+        except Exception as e:  # an outcome check failing is a failed episode, never a crashed step
+            logger.warning("%s: sample %r: the outcome check failed: %s", type(self).__name__,
+                           self._task.id, e)
+            return 0.0
+        return float(self.last_outcome.score)
+
+    @property
+    def calls_made(self) -> int:
+        """Calls made on the current task (including refused ones)."""
+        return self._environment.calls_made if self._task is not None else 0
+
+    def _call(self, method: str, arguments: dict[str, Any]) -> str:
+        if self._task is None:
+            return error_result(self._problem).content
+        tool = self.tool_methods[method]
+        result = self._environment.step(ToolCall(tool.tool, tool.original_arguments(arguments)))
+        if result.error:
+            logger.info("%s: sample %r: failed step %s: %s", type(self).__name__, self._task.id, tool.tool,
+                        result.content[:300])
+        return result.content
+
+
+def _method(tool: PythonTool) -> Callable[..., str]:
+    def call(self: TRLEnvironment, **arguments: Any) -> str:
+        return self._call(tool.method, arguments)
+
+    call.__name__ = call.__qualname__ = tool.method
+    call.__signature__ = tool.signature  # type: ignore[attr-defined]
+    call.__annotations__ = dict(tool.annotations)
+    call.__doc__ = tool.doc
+    return call
+
+
+def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: str | None = None) -> type:
+    """A TRL environment class for the registered environment `environment` whose methods are `tools`
+    (the first spec of a name wins). ValueError when `environment` is not registered."""
+    make_environment(environment)  # the ValueError naming the known ones, before TRL probes the class
+    unique = list({t.name: t for t in reversed(list(tools))}.values())[::-1]
+    methods = python_tools(unique)
+    body: dict[str, Any] = {"environment_name": environment, "tool_methods": {m.method: m for m in methods},
+                            "tool_specs": unique,
+                            "__doc__": f"The {environment!r} tooltune environment as a TRL environment."}
+    body.update({m.method: _method(m) for m in methods})
+    name = class_name or "".join(p.capitalize() for p in _split(environment)) + "Environment"
+    return type(name, (TRLEnvironment,), body)
+
+
+def _split(name: str) -> list[str]:
+    return [p for p in "".join(c if c.isalnum() else " " for c in name).split() if p]
+
+
+def _tools_by_environment(tasks: Sequence[Sample]) -> dict[str, list[ToolSpec]]:
+    grouped: dict[str, list[ToolSpec]] = {}
+    for task in tasks:
+        grouped.setdefault(environment_of(task), []).extend(task.tools)
+    return grouped
+
+
+def environment_factories(tasks: Sequence[Sample]) -> dict[str, type]:
+    """TRL's dict form for `tasks`: one class per environment name, its methods the union of its tasks'
+    tools (a task's own tools are the only ones it accepts). TaskError names a task without one."""
+    return {name: environment_class(name, tools) for name, tools in _tools_by_environment(tasks).items()}
+
+
+def environment_rows(tasks: Sequence[Sample]) -> list[dict[str, Any]]:
+    """Dataset rows for `tasks`: ``prompt`` (the task's messages), ``task`` (its JSON line),
+    ``environment`` (its environment's name, for the dict form) and ``answer`` (the first step's calls as
+    JSON, for tooltune's rewards through `tooltune.rewards.adapters.TRLRewardFunction`)."""
+    return [
+        {"prompt": [dict(m) for m in t.messages], TASK_COLUMN: t.to_json(),
+         ENVIRONMENT_COLUMN: environment_of(t),
+         "answer": json.dumps([c.to_dict() for c in t.answer], ensure_ascii=False)}
+        for t in tasks
+    ]
+
+
+def mcp_environment_class(
+    server: Any, settings: McpSettings | None = None, exclude: Sequence[str] = ()
+) -> type:
+    """A TRL environment class of the ``mcp`` environment whose methods are the tools `server` lists (a
+    command line, argv list, URL or `McpServer`), but those in `exclude` (a reset tool, say). The server
+    is started once to list them. `settings`: `McpSettings` for the start and call deadlines."""
+    s = settings or McpSettings()
+    conn = McpConnection(McpServer.parse(server), s.start_seconds, s.call_seconds).start()
+    try:
+        tools = [t for t in conn.list_tools() if t.name not in set(exclude)]
+    finally:
+        conn.close()
+    return environment_class("mcp", tools, "McpEnvironment")
+
+
+__all__ = ["ENVIRONMENT_COLUMN", "TASK_COLUMN", "TRLEnvironment", "environment_class",
+           "environment_factories", "environment_rows", "load_task", "mcp_environment_class"]
