@@ -1,0 +1,386 @@
+"""Rollouts that compute each prompt once: `sample(model, prompts, n, sampling)`.
+
+The ``group_prefill`` path:
+
+1. identical prompts of the call are computed once (TRL passes each prompt n times in a row);
+2. the distinct prompts are prefilled in one left-padded batch (attention mask, position ids counted
+   from the mask), keeping only the last position's logits;
+3. their keys and values are copied to the rows of their copies (one ``index_select``) into buffers
+   sized for prompt + max_new_tokens (`rollout_cache.slot_cache_class`), so that a decode step writes one
+   slot per layer instead of concatenating the cache (the copy is a broadcast per run of copies);
+4. one decode loop carries every row of the call: temperature, top-k and top-p as transformers applies
+   them, a `torch.Generator` seeded from `Sampling.seed`; each sampled token's log-prob is the
+   log-softmax of the temperature-scaled logits (as TRL scores it); a finished row writes padding until
+   every row has finished;
+5. with a `PrefixCache`, a context that starts with a held sequence (an episode's previous turn)
+   prefills only the tokens after the longest common prefix; every row's sequence is stored after the
+   call for the next turn.
+
+Why not what the engines already have (transformers 5.23, TRL 1.16):
+
+- ``generate(num_return_sequences=n)`` expands the inputs before the prefill (every copy is prefilled)
+  and grows a `DynamicCache` by ``torch.cat`` at every step;
+- `DynamicCache.batch_repeat_interleave` repeats a prefilled cache, but the result still grows by
+  concatenation, and ``generate`` cannot start from a cache of other rows than its inputs;
+- `StaticCache` pre-sizes the buffers but attends over all of them (a masked tail) and is laid out for
+  ``torch.compile``; its per-row copy is not exposed. The buffers here are the same idea, attended over
+  the filled part only, which keeps the keys of a step identical to `DynamicCache`'s;
+- continuous batching (``generate_batch``, TRL's ``use_transformers_continuous_batching``) shares
+  prompt blocks in a paged cache, but needs the paged attention kernels of its scheduler, returns no
+  log-probs to TRL and is reached only through its own request manager; it is not used here.
+
+The ``generate`` path is transformers' ``generate`` (every prompt repeated n times, all prefilled),
+forced by ``path="generate"`` or taken where the model has no standard KV cache (a stateful or
+encoder-decoder model, sliding-window or linear-attention layers, a prompt-learning adapter). Which path
+ran and why is in the returned `Rollouts` and logged once per reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tooltune.config import check_values, option
+from tooltune.generation.rollout_cache import PrefixCache, slot_cache_class
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+PATHS = ("auto", "group_prefill", "generate")
+_logged: set[str] = set()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the tokens of a rollout are drawn (TRL's GRPO settings map onto these fields)."""
+
+    max_new_tokens: int = dataclasses.field(
+        metadata=option(1, "Most new tokens per completion.", min=1).metadata
+    )
+    temperature: float = option(0.0, "Temperature of the sampling distribution; 0 = greedy.", min=0)
+    top_p: float = option(1.0, "Nucleus sampling: keep the most likely tokens up to this probability mass.",
+                          min_exclusive=0, max=1)
+    top_k: int = option(0, "Keep only the k most likely tokens; 0 = all.", min=0)
+    seed: int | None = option(None, "Seed of the sampling generator; None = torch's global generator.")
+
+    def __post_init__(self) -> None:
+        check_values(self)
+
+
+@dataclass
+class Rollouts:
+    """The completions of one `sample` call, prompt-major (prompt 0's n rows, then prompt 1's, ...)."""
+
+    ids: list[list[int]]
+    """New tokens per row, cut after the first stop token (kept)."""
+    logprobs: list[list[float]]
+    """Per token of `ids`: its log-softmax under the temperature-scaled logits (raw logits when greedy)."""
+    path: str
+    """"group_prefill" or "generate"."""
+    reason: str
+    """Why this path ran."""
+
+
+def log_once(message: str, level: int = logging.INFO) -> None:
+    """Log `message` the first time it is seen in this process."""
+    if message not in _logged:
+        _logged.add(message)
+        logger.log(level, message)
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why `model` cannot take the group-prefill path (no standard KV cache), or None when it can."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT model
+    config = getattr(base, "config", None)
+    peft = getattr(model, "active_peft_config", None)
+    if peft is not None and getattr(peft, "is_prompt_learning", False):
+        return "a prompt-learning adapter adds virtual tokens to every forward"
+    if config is None or getattr(config, "is_encoder_decoder", False):
+        return f"{type(base).__name__} is not a decoder-only model"
+    if getattr(type(base), "_is_stateful", False):
+        return f"{type(base).__name__} keeps a recurrent state, not a KV cache"
+    if "past_key_values" not in inspect.signature(base.forward).parameters:
+        return f"{type(base).__name__}.forward takes no past_key_values"
+    from transformers.cache_utils import get_layer_types_and_kwargs  # deferred: transformers is heavy
+
+    types = set(get_layer_types_and_kwargs(config.get_text_config(decoder=True))[0])
+    if types - {"full_attention"}:
+        return f"layer types {sorted(types)} (only full attention has a plain KV cache)"
+    return None
+
+
+def choose_path(model: Any, path: str = "auto") -> tuple[str, str]:
+    """(path, why) for `model` under the setting `path` ("auto" | "group_prefill" | "generate")."""
+    if path not in PATHS:
+        raise ValueError(f"rollout path must be one of {PATHS}, got {path!r}")
+    if path == "generate":
+        return "generate", "the rollout path is set to generate"
+    problem = unsupported_reason(model)
+    if problem is None:
+        return "group_prefill", "each distinct prompt prefilled once, its copies decoded on pre-sized buffers"
+    if path == "group_prefill":
+        raise ValueError(f"rollout path group_prefill cannot run: {problem}")
+    return "generate", problem
+
+
+def sample(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    n: int,
+    sampling: Sampling,
+    *,
+    pad_id: int,
+    stop_ids: Collection[int],
+    path: str = "auto",
+    prefix_cache: PrefixCache | None = None,
+) -> Rollouts:
+    """n completions of each prompt (token ids), rows returned prompt-major. `stop_ids` end a row (the
+    stop token is kept); `pad_id` fills finished rows. `path` forces a path (`choose_path`); `prefix_cache`
+    (group-prefill path only) reuses and stores the keys of earlier sequences."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    empty = [i for i, p in enumerate(prompts) if len(p) == 0]
+    if empty:
+        raise ValueError(f"prompt {empty[0]} is empty: a completion needs at least one prompt token")
+    chosen, why = choose_path(model, path)
+    level = logging.INFO if chosen == "group_prefill" or path == "generate" else logging.WARNING
+    log_once(f"rollouts on the {chosen} path: {why}", level)
+    if not prompts:
+        return Rollouts([], [], chosen, why)
+    import torch  # deferred: torch is heavy
+
+    was_training = getattr(model, "training", False)
+    model.eval()  # no dropout while sampling
+    try:
+        with torch.inference_mode():
+            if chosen == "generate":
+                ids, logps = _generate(model, prompts, n, sampling, pad_id, stop_ids)
+            else:
+                ids, logps = _group_prefill(model, prompts, n, sampling, pad_id, stop_ids, prefix_cache)
+    finally:
+        if was_training:
+            model.train()
+    return Rollouts(ids, logps, chosen, why)
+
+
+# --------------------------------------------------------------------------------------------
+# group prefill
+
+
+def _group_prefill(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    n: int,
+    sampling: Sampling,
+    pad_id: int,
+    stop_ids: Collection[int],
+    prefix_cache: PrefixCache | None,
+) -> tuple[list[list[int]], list[list[float]]]:
+    import torch  # deferred: torch is heavy
+
+    distinct: dict[tuple[int, ...], int] = {}
+    for p in prompts:
+        distinct.setdefault(tuple(p), len(distinct))
+    order = list(distinct)
+    device = _device(model)
+    sources = [distinct[tuple(p)] for p in prompts for _ in range(n)]
+    cache, mask, positions, logits = _prefill(model, order, sampling.max_new_tokens, pad_id, prefix_cache)
+    if sources != list(range(len(order))):
+        cache = cache.expanded(sources, cache.layers[0].key_buffer.shape[2])
+        rows = torch.tensor(sources, device=device)
+        mask, positions, logits = mask[rows], positions[rows], logits[rows]
+    width = cache.get_seq_length()
+    mask = torch.cat([mask, mask.new_ones(len(sources), sampling.max_new_tokens)], dim=1)
+    new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids)
+    ids = [_cut(row, stop_ids) for row in new.tolist()]
+    lps = [lp[: len(i)] for lp, i in zip(logps.tolist(), ids, strict=True)]
+    if prefix_cache is not None:
+        _store(prefix_cache, cache, mask, width, [order[r] for r in sources], ids)
+    return ids, lps
+
+
+def _device(model: Any) -> torch.device:
+    return next(model.parameters()).device
+
+
+def _prefill(
+    model: Any,
+    prompts: list[tuple[int, ...]],
+    max_new: int,
+    pad_id: int,
+    prefix_cache: PrefixCache | None,
+) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A `SlotCache` of the distinct prompts with room for `max_new` more tokens, their column mask,
+    their next positions (real tokens so far) and the last position's logits.
+
+    Columns: the reused prefixes of `prefix_cache` right-aligned in a first block, then the remaining
+    tokens right-aligned in a second block; masked columns (padding) are attended by no row."""
+    import torch  # deferred: torch is heavy
+
+    device = _device(model)
+    reused = [prefix_cache.longest_prefix(p) if prefix_cache is not None else (0, None) for p in prompts]
+    # at least one token of each prompt runs: its logits start the decode
+    reused = [(min(k, len(p) - 1), key) for (k, key), p in zip(reused, prompts, strict=True)]
+    if prefix_cache is not None and any(k == 0 for k, _ in reused) and len(prefix_cache):
+        log_once("rollouts: a context shares no prefix with the held sequences (a new conversation, or a "
+                 "chat template that re-renders earlier turns): it is prefilled in full")
+    held = max(k for k, _ in reused)
+    fresh = max(len(p) - k for p, (k, _) in zip(prompts, reused, strict=True))
+    config = model.config.get_text_config(decoder=True) if hasattr(model, "config") else None
+    layers = config.num_hidden_layers
+    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    like = next((p for p in model.parameters() if p.is_floating_point()), torch.empty(0, device=device))
+    capacity = held + fresh + max_new
+    cache = slot_cache_class().allocate(layers, len(prompts), kv_heads, capacity, head_dim, like)
+    mask = torch.zeros(len(prompts), held + fresh, dtype=torch.long, device=device)
+    ids = torch.full((len(prompts), fresh), pad_id, dtype=torch.long, device=device)
+    pos = torch.ones(len(prompts), fresh, dtype=torch.long, device=device)
+    for i, (p, (k, key)) in enumerate(zip(prompts, reused, strict=True)):
+        if k:
+            for layer, (keys, values) in zip(cache.layers, prefix_cache.take(key, k), strict=True):
+                layer.key_buffer[i, :, held - k : held] = keys
+                layer.value_buffer[i, :, held - k : held] = values
+            mask[i, held - k : held] = 1
+        rest = p[k:]
+        ids[i, fresh - len(rest) :] = torch.tensor(rest, device=device)
+        pos[i, fresh - len(rest) :] = torch.arange(k, len(p), device=device)
+        mask[i, held + fresh - len(rest) :] = 1
+    for layer in cache.layers:
+        layer.length = held
+        layer._set_views()
+    out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True,
+                **_keep_last(model))
+    next_pos = torch.tensor([len(p) for p in prompts], device=device)
+    return cache, mask, next_pos, out.logits[:, -1].float()
+
+
+def _keep_last(model: Any) -> dict[str, int]:
+    """``logits_to_keep=1`` where the model's forward takes it."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(base.forward).parameters else {}
+
+
+def _decode(
+    model: Any,
+    cache: Any,
+    mask: torch.Tensor,
+    positions: torch.Tensor,
+    logits: torch.Tensor,
+    sampling: Sampling,
+    pad_id: int,
+    stop_ids: Collection[int],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The decode loop over every row at once: (new tokens, their log-probs), ``[rows, steps]``."""
+    import torch  # deferred: torch is heavy
+
+    device, rows = logits.device, logits.shape[0]
+    generator = None
+    if sampling.seed is not None and sampling.temperature > 0:
+        generator = torch.Generator(device=device).manual_seed(sampling.seed)
+    stops = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
+    done = torch.zeros(rows, dtype=torch.bool, device=device)
+    tokens, logps = [], []
+    width, keep = cache.get_seq_length(), _keep_last(model)
+    for step in range(sampling.max_new_tokens):
+        token, logp = _pick(logits, sampling, generator)
+        token = token.masked_fill(done, pad_id)
+        tokens.append(token)
+        logps.append(logp.masked_fill(done, 0.0))
+        done |= torch.isin(token, stops)
+        if step + 1 == sampling.max_new_tokens or bool(done.all()):
+            break
+        out = model(input_ids=token[:, None], attention_mask=mask[:, : width + step + 1],
+                    position_ids=(positions + step)[:, None], past_key_values=cache, use_cache=True, **keep)
+        logits = out.logits[:, -1].float()
+    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1)
+
+
+def _pick(logits: torch.Tensor, sampling: Sampling, generator: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(token, its log-prob) per row: argmax when greedy, else a draw after temperature, top-k, top-p
+    (in transformers' order); the log-prob is of the temperature-scaled logits before the filters."""
+    import torch  # deferred: torch is heavy
+
+    if sampling.temperature == 0:
+        token = logits.argmax(dim=-1)
+        return token, torch.log_softmax(logits, dim=-1).gather(1, token[:, None])[:, 0]
+    scaled = logits / sampling.temperature
+    scores = scaled
+    if 0 < sampling.top_k < scores.shape[-1]:
+        kth = torch.topk(scores, sampling.top_k, dim=-1).values[:, -1:]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if sampling.top_p < 1.0:
+        ordered, index = torch.sort(scores, descending=False)
+        drop = ordered.softmax(dim=-1).cumsum(dim=-1) <= 1 - sampling.top_p
+        drop[:, -1] = False  # the most likely token always stays
+        scores = scores.masked_fill(drop.scatter(1, index, drop), float("-inf"))
+    token = torch.multinomial(scores.softmax(dim=-1), 1, generator=generator)[:, 0]
+    return token, torch.log_softmax(scaled, dim=-1).gather(1, token[:, None])[:, 0]
+
+
+def _cut(row: list[int], stop_ids: Collection[int]) -> list[int]:
+    """`row` up to and including its first stop token."""
+    for i, t in enumerate(row):
+        if t in stop_ids:
+            return row[: i + 1]
+    return row
+
+
+def _store(prefix_cache: PrefixCache, cache: Any, mask: torch.Tensor, width: int,
+           prompts: list[tuple[int, ...]], completions: list[list[int]]) -> None:
+    """Put each row's prompt + completion (all but its last token: that one's keys were never computed)
+    in `prefix_cache`, its keys gathered from the unmasked columns."""
+    import torch  # deferred: torch is heavy
+
+    generated = torch.arange(width, mask.shape[1], device=mask.device)
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        tokens = list(p) + c[:-1]
+        columns = torch.cat([mask[i, :width].nonzero()[:, 0], generated[: len(c) - 1]])
+        prefix_cache.put(tokens, [(layer.key_buffer[i].index_select(1, columns),
+                                   layer.value_buffer[i].index_select(1, columns)) for layer in cache.layers])
+
+
+# --------------------------------------------------------------------------------------------
+# transformers generate
+
+
+def _generate(
+    model: Any,
+    prompts: Sequence[Sequence[int]],
+    n: int,
+    sampling: Sampling,
+    pad_id: int,
+    stop_ids: Collection[int],
+) -> tuple[list[list[int]], list[list[float]]]:
+    """transformers ``generate`` on the left-padded prompts, each repeated n times."""
+    import torch  # deferred: torch is heavy
+
+    device = _device(model)
+    width = max(len(p) for p in prompts)
+    # the copies are expanded here, as num_return_sequences does (greedy search refuses n > 1)
+    rows = [p for p in prompts for _ in range(n)]
+    ids = torch.tensor([[pad_id] * (width - len(p)) + list(p) for p in rows], device=device)
+    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in rows], device=device)
+    kwargs: dict[str, Any] = {"max_new_tokens": sampling.max_new_tokens,
+                              "pad_token_id": pad_id, "eos_token_id": sorted(stop_ids),
+                              "return_dict_in_generate": True, "output_logits": True}
+    if sampling.temperature > 0:
+        kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
+                      top_k=sampling.top_k or None)
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
+    else:
+        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    out = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+    new = out.sequences[:, width:]
+    scale = sampling.temperature if sampling.temperature > 0 else 1.0
+    logits = torch.stack(out.logits, dim=1).float() / scale
+    logps = torch.log_softmax(logits, dim=-1).gather(2, new[:, :, None])[:, :, 0]
+    ids_out = [_cut(row, stop_ids) for row in new.tolist()]
+    return ids_out, [lp[: len(i)] for lp, i in zip(logps.tolist(), ids_out, strict=True)]

@@ -1,0 +1,185 @@
+"""KV storage for `tooltune.generation.rollout`: pre-sized per-layer buffers and a cache of sequences.
+
+`SlotLayer` is a transformers cache layer over a tensor allocated once at the length a call can reach
+(prompt + max_new_tokens): each forward writes its new keys and values into the next slots and the
+attention reads a view of the filled part, so a decode step copies one slot per layer where
+`DynamicLayer` concatenates (copies) the whole cache. Because the view has exactly the filled length,
+attention sees the same keys as with `DynamicCache` (no masked tail as in `StaticCache`).
+
+`PrefixCache` keeps, between calls, the keys and values of token sequences (an episode's context with
+the completion it got), so that the next turn of that episode prefills only what was appended.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+@functools.cache
+def slot_cache_class() -> type:
+    """`SlotCache`, a transformers `Cache` of `SlotLayer`s (built on first use: transformers is heavy).
+
+    ``SlotCache.allocate(num_layers, rows, heads, capacity, head_dim, like)`` gives empty buffers;
+    ``cache.expanded(rows, capacity)`` a new cache whose row i is row ``rows[i]`` of this one."""
+    from transformers.cache_utils import Cache, DynamicLayer  # deferred: transformers is heavy
+
+    class SlotLayer(DynamicLayer):
+        """One layer's keys and values in pre-sized buffers ``[rows, heads, capacity, head_dim]``: `length`
+        slots are filled, `update` writes after them and returns views of the filled part; mask sizes and
+        sequence length follow `DynamicLayer` through those views."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+            super().__init__()
+            self.key_buffer, self.value_buffer, self.length = keys, values, length
+            self.dtype, self.device = keys.dtype, keys.device
+            self.is_initialized = True
+            self._set_views()
+
+        def _set_views(self) -> None:
+            self.keys = self.key_buffer[:, :, : self.length]
+            self.values = self.value_buffer[:, :, : self.length]
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
+                   **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            end = self.length + key_states.shape[-2]
+            if end > self.key_buffer.shape[2]:
+                raise RuntimeError(f"KV buffer of {self.key_buffer.shape[2]} slots cannot hold {end} tokens")
+            self.key_buffer[:, :, self.length : end] = key_states
+            self.value_buffer[:, :, self.length : end] = value_states
+            self.length = end
+            self._set_views()
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.length
+
+        def crop(self, tokens_to_remove: int) -> None:
+            raise NotImplementedError("SlotLayer buffers are not cropped")
+
+    class SlotCache(Cache):
+        def __init__(self, layers: list[SlotLayer]) -> None:
+            super().__init__(layers=layers)
+
+        @classmethod
+        def allocate(cls, num_layers: int, rows: int, heads: int, capacity: int, head_dim: int,
+                     like: torch.Tensor) -> SlotCache:
+            shape = (rows, heads, capacity, head_dim)
+            return cls([SlotLayer(like.new_zeros(shape), like.new_zeros(shape), 0)
+                        for _ in range(num_layers)])
+
+        def expanded(self, rows: Sequence[int], capacity: int) -> SlotCache:
+            runs = _runs(rows)
+            layers = []
+            for layer in self.layers:
+                pair = []
+                for filled in (layer.keys, layer.values):
+                    buffer = filled.new_empty((len(rows), filled.shape[1], capacity, filled.shape[3]))
+                    for source, start, count in runs:  # a broadcast copy: far faster than index_select
+                        buffer[start : start + count, :, : layer.length] = filled[source : source + 1]
+                    pair.append(buffer)
+                layers.append(SlotLayer(pair[0], pair[1], layer.length))
+            return SlotCache(layers)
+
+    return SlotCache
+
+
+def _runs(rows: Sequence[int]) -> list[tuple[int, int, int]]:
+    """(value, start, length) of each run of equal consecutive values of `rows`."""
+    runs: list[tuple[int, int, int]] = []
+    for i, r in enumerate(rows):
+        if runs and runs[-1][0] == r:
+            runs[-1] = (r, runs[-1][1], runs[-1][2] + 1)
+        else:
+            runs.append((r, i, 1))
+    return runs
+
+
+class PrefixCache:
+    """Keys and values of token sequences kept between calls, least recently used evicted first.
+
+    `max_tokens` bounds the tokens held over all entries and `max_entries` their number. A sequence
+    stored as the extension of a held one replaces it (an episode keeps one entry, its latest turn).
+    The keys depend on the weights: `clear()` after the model changes (a training step)."""
+
+    def __init__(self, max_tokens: int = 16384, max_entries: int = 64) -> None:
+        if max_tokens < 1 or max_entries < 1:
+            raise ValueError(f"PrefixCache: max_tokens and max_entries must be >= 1, got {max_tokens}, "
+                             f"{max_entries}")
+        self.max_tokens, self.max_entries = max_tokens, max_entries
+        self._entries: OrderedDict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = OrderedDict()
+        self._tokens = 0
+        self.hits = self.tokens_reused = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens held over all entries."""
+        return self._tokens
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._tokens = 0
+
+    def longest_prefix(self, tokens: Sequence[int]) -> tuple[int, tuple[int, ...] | None]:
+        """(how many leading tokens of `tokens` an entry holds, that entry) for the entry sharing the
+        longest common prefix with `tokens`; (0, None) when none shares one. The keys of a common prefix
+        are the prefix's own (causal attention), so a partial match is reusable as well."""
+        best, best_key = 0, None
+        for key in self._entries:
+            limit = min(len(key), len(tokens))
+            if limit <= best or key[0] != tokens[0]:
+                continue
+            common = _common_prefix(key, tokens, limit)
+            if common > best:
+                best, best_key = common, key
+        return best, best_key
+
+    def take(self, key: tuple[int, ...], length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The first `length` slots of entry `key`, per layer ``(keys, values)`` of ``[heads, length, dim]``;
+        the entry becomes the most recently used."""
+        self._entries.move_to_end(key)
+        self.hits += 1
+        self.tokens_reused += length
+        return [(k[:, :length], v[:, :length]) for k, v in self._entries[key]]
+
+    def put(self, tokens: Sequence[int], layers: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Store the keys and values (per layer ``[heads, len(tokens), dim]``) of `tokens`, replacing the
+        entries it extends, then evict the least recently used beyond the bounds."""
+        key = tuple(tokens)
+        if not key or len(key) > self.max_tokens:
+            return
+        for old in [k for k in self._entries if len(k) <= len(key) and key[: len(k)] == k]:
+            self._drop(old)
+        self._entries[key] = [(k.clone(), v.clone()) for k, v in layers]
+        self._tokens += len(key)
+        while self._tokens > self.max_tokens or len(self._entries) > self.max_entries:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[int, ...]) -> None:
+        del self._entries[key]
+        self._tokens -= len(key)
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
+    """Length of the common prefix of `a` and `b` (at most `limit`), by halving: slice compares run in C."""
+    if tuple(a[:limit]) == tuple(b[:limit]):
+        return limit
+    low, high = 0, limit  # a[:low] == b[:low], a[:high] != b[:high]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if tuple(a[:mid]) == tuple(b[:mid]):
+            low = mid
+        else:
+            high = mid
+    return low
