@@ -3,7 +3,8 @@
 A trajectory is the ids after a prompt rendered once: each model step's new ids (loss mask 1) and the
 messages that follow it, tool results from `tooltune.generation.episodes.tool_messages`, rendered by
 the tokenizer's chat template (`ToolSuffix`, loss mask 0), so that a trainer learns from exactly what
-the model wrote and saw. `run_episodes` runs a batch of environment tasks this way (TRL's
+the model wrote and saw; the text of tools and users is encoded as plain text, so no tool result
+becomes a turn boundary. `run_episodes` runs a batch of environment tasks this way (TRL's
 `rollout_func` in `tooltune.training.agentic`); `episode_success` / `evaluate_episodes` are the greedy
 held-out success rate of a local model, generated through `HFBackend.generate_ids`.
 """
@@ -26,7 +27,7 @@ from tooltune.generation.episodes import (
     step_decoder,
 )
 from tooltune.parsing import Grammar
-from tooltune.prompts import grammar_for, prompt_tools, render_prompt
+from tooltune.prompts import encode_chat, grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Parsed, Sample
 
 TOOL_TOKENS_PER_TURN = 256
@@ -43,7 +44,8 @@ class ToolSuffix:
     """Token ids that follow a model turn ending in EOS: the given messages (tool results, a user turn)
     and the next assistant header, exactly as the tokenizer's chat template renders them (the way TRL's
     tool loop does), with the episode's chat-template tools (``native``: a template may render tool
-    results differently when given tools)."""
+    results differently when given tools). The messages' text is outside text: a tool result that
+    spells ``<|im_end|>`` is encoded as plain text (`tooltune.prompts.encode_chat`), never as the token."""
 
     def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None) -> None:
         self.tokenizer = tokenizer
@@ -53,12 +55,7 @@ class ToolSuffix:
     def encode(
         self, messages: list[dict[str, Any]], generation_prompt: bool, tools: list[dict] | None = None
     ) -> list[int]:
-        extra = {"tools": tools} if tools else {}
-        out = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=generation_prompt, tokenize=True, return_dict=False,
-            **self.kwargs, **extra,
-        )
-        return list(out["input_ids"] if isinstance(out, dict) else out)
+        return encode_chat(self.tokenizer, messages, generation_prompt, tools, **self.kwargs)
 
     def __call__(self, messages: list[dict[str, Any]], tools: list[dict] | None = None) -> list[int]:
         head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]

@@ -2,7 +2,9 @@
 that a chat template keeps the reasoning history that rendering kept, and that it can render the tools
 of the ``native`` template (the model's own tool format, parsed by the model's own response parser and
 written by its chat template once `check_tool_support` binds it to a tokenizer). `PromptControls` holds
-the four choices every renderer takes (template, system prompt, history form, reasoning history)."""
+the four choices every renderer takes (template, system prompt, history form, reasoning history).
+`encode_chat` turns messages into token ids with text from outside the model (tools, users) encoded as
+plain text, never as the tokenizer's control tokens."""
 
 from tooltune.prompts.chat_template import (
     PROBE_MARKER,
@@ -40,6 +42,7 @@ from tooltune.prompts.native_format import (
     native_grammar,
 )
 from tooltune.prompts.native_parse import MAX_NATIVE_CHARS
+from tooltune.prompts.plain_text import OUTSIDE_ROLES, count_marker_tokens, encode_chat, encode_plain
 from tooltune.prompts.render import HISTORY_MODES, render_prompt, render_target
 from tooltune.prompts.templates import (
     TEMPLATES,
@@ -62,6 +65,10 @@ __all__ = [
     "CHAT_TOOLS_COLUMN",
     "HISTORY_MODES",
     "MAX_NATIVE_CHARS",
+    "OUTSIDE_ROLES",
+    "count_marker_tokens",
+    "encode_chat",
+    "encode_plain",
     "NativeFormatError",
     "NativeGrammar",
     "bind_native",

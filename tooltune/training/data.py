@@ -22,6 +22,7 @@ from tooltune.prompts import (
     PromptLike,
     ResolvedPrompt,
     as_prompt,
+    encode_chat,
     prompt_tools_json,
     render_answer,
     render_prompt,
@@ -155,12 +156,7 @@ def drop_long_prompts(rows: list[dict[str, Any]], tokenizer: Any, max_tokens: in
         return rows, 0
     kept = []
     for row in rows:
-        tools = row_tools(row)
-        extra = {"tools": tools} if tools else {}
-        ids = tokenizer.apply_chat_template(row["prompt"], tokenize=True, add_generation_prompt=True, **extra)
-        if hasattr(ids, "keys"):
-            ids = ids["input_ids"]
-        if len(ids) <= max_tokens:
+        if len(encode_chat(tokenizer, row["prompt"], True, row_tools(row))) <= max_tokens:
             kept.append(row)
     dropped = len(rows) - len(kept)
     if dropped:

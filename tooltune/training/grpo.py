@@ -42,8 +42,9 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
+from trl.data_utils import is_conversational
 
-from tooltune.prompts import row_tools
+from tooltune.prompts import encode_chat, row_tools
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
@@ -178,20 +179,20 @@ class ToolTuneGRPOTrainer(SharedPrefixHooks, EpochHooks, GRPOTrainer):
         return out
 
     def _tokenize_prompts(self, prompts: list) -> tuple:
-        """Each prompt with its row's chat-template tools (`row_tools` of `tt_batch_inputs`, the ``native``
-        template); TRL's own tokenization (one tool list for all) when no row carries any."""
+        """Each conversational prompt with its row's chat-template tools (`row_tools` of `tt_batch_inputs`,
+        the ``native`` template), else the trainer's tools, and the text of tools and users encoded as
+        plain text (`tooltune.prompts.encode_chat`: a tool result that spells ``<|im_end|>`` stays text);
+        TRL's own tokenization for text prompts and prompts with images."""
+        if getattr(self, "_is_vlm", False) or not prompts or not is_conversational({"prompt": prompts[0]}):
+            return super()._tokenize_prompts(prompts)
         tools = [row_tools(r) for r in getattr(self, "tt_batch_inputs", None) or ()]
         if not any(tools):
-            return super()._tokenize_prompts(prompts)
+            tools = [self.tools or None] * len(prompts)
         if len(tools) != len(prompts):
             raise RuntimeError(f"{len(prompts)} prompts but {len(tools)} batch rows: their tools are unknown")
-        ids = [
-            self.processing_class.apply_chat_template(
-                p, tools=t, chat_template=self.chat_template, add_generation_prompt=True, tokenize=True,
-                return_dict=True, **self.chat_template_kwargs,
-            )["input_ids"]
-            for p, t in zip(prompts, tools, strict=True)
-        ]
+        ids = [encode_chat(self.processing_class, p, True, t, chat_template=self.chat_template,
+                           **self.chat_template_kwargs)
+               for p, t in zip(prompts, tools, strict=True)]
         return ids, None, {}
 
     def _tt_select(self, out: dict[str, Any], total: list[float], beta: float) -> dict[str, Any]:

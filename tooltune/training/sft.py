@@ -29,7 +29,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from tooltune.prompts import CHAT_TOOLS_COLUMN, row_tools
+from tooltune.prompts import encode_chat, row_tools
 from tooltune.training import lora
 from tooltune.training.data import rows_dataset
 
@@ -80,14 +80,10 @@ def run_sft_trl(
 ) -> Any:
     """Train with TRL's SFTTrainer; returns the trainer (model trained in place; with LoRA,
     `trainer.model` is the adapter-wrapped model). `resume`: a checkpoint folder to continue from.
-    Rows with chat-template tools (``native``) give them to TRL as its ``tools`` column."""
+    Rows are given tokenized (`trl_tokens`), with their chat-template tools (``native``)."""
     from trl import SFTTrainer  # deferred: heavy
 
-    dataset = rows_dataset([
-        {"prompt": r["prompt"], "completion": r["completion"],
-         **({"tools": r[CHAT_TOOLS_COLUMN]} if r.get(CHAT_TOOLS_COLUMN) else {})}
-        for r in rows
-    ])
+    dataset = rows_dataset([trl_tokens(tokenizer, r) for r in rows])
     trainer = SFTTrainer(
         model=model,
         args=sft_args(cfg, output_dir, on_cpu),
@@ -100,6 +96,18 @@ def run_sft_trl(
     return trainer
 
 
+def trl_tokens(tokenizer: Any, row: dict) -> dict[str, list[int]]:
+    """A prompt/completion row as TRL's SFTTrainer tokenizes it (the prompt with the generation prompt,
+    the whole conversation without; the completion starts where the two part), given to it already
+    tokenized so that the text of tools and users is plain text (`tooltune.prompts.encode_chat`)."""
+    tools = row_tools(row)
+    prompt = encode_chat(tokenizer, row["prompt"], True, tools)
+    full = encode_chat(tokenizer, [*row["prompt"], *row["completion"]], False, tools)
+    common = next((i for i, (a, b) in enumerate(zip(prompt, full, strict=False)) if a != b),
+                  min(len(prompt), len(full)))
+    return {"input_ids": full, "completion_mask": [0] * common + [1] * (len(full) - common)}
+
+
 def encode(tokenizer: Any, row: dict, max_length: int = 0) -> tuple[list[int], list[int]]:
     """(input ids, labels) of one prompt/completion row; labels are -100 on the prompt.
 
@@ -107,12 +115,8 @@ def encode(tokenizer: Any, row: dict, max_length: int = 0) -> tuple[list[int], l
     `row_tools`); the completion is the assistant text followed by the end-of-sequence token, tokenized
     on its own (what generation stops on). Both are cut to `max_length` tokens together (0 = no limit).
     """
-    tools = row_tools(row)
-    prompt = tokenizer.apply_chat_template(
-        row["prompt"], tokenize=False, add_generation_prompt=True, **({"tools": tools} if tools else {})
-    )
+    p_ids = encode_chat(tokenizer, row["prompt"], True, row_tools(row))
     answer = "".join(m.get("content") or "" for m in row["completion"]) + tokenizer.eos_token
-    p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     a_ids = tokenizer(answer, add_special_tokens=False)["input_ids"]
     ids, labels = p_ids + a_ids, [-100] * len(p_ids) + a_ids
     return (ids[:max_length], labels[:max_length]) if max_length > 0 else (ids, labels)

@@ -35,7 +35,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tooltune.prompts import row_tools
+from tooltune.prompts import encode_chat, row_tools
 
 logger = logging.getLogger(__name__)
 
@@ -136,13 +136,7 @@ def longest_prompt_tokens(rows: list[dict[str, Any]], tokenizer: Any, sample: in
 
     longest = 0
     for row in sorted(rows, key=chars, reverse=True)[:sample]:
-        tools = row_tools(row)
-        ids = tokenizer.apply_chat_template(
-            row["prompt"], tokenize=True, add_generation_prompt=True, **({"tools": tools} if tools else {})
-        )
-        if hasattr(ids, "keys"):
-            ids = ids["input_ids"]
-        longest = max(longest, len(ids))
+        longest = max(longest, len(encode_chat(tokenizer, row["prompt"], True, row_tools(row))))
     return longest
 
 
