@@ -141,3 +141,43 @@ def test_clock_continues_a_resumed_run_and_summary_reads_the_metrics(tmp_path: P
         {"step": 5, "train_s": 10.0, "accuracy": 0.5},
         {"step": 10, "train_s": 20.0, "accuracy": 0.5},
     ]
+
+
+def test_episode_success_is_logged_and_read_under_its_own_name(tmp_path: Path) -> None:
+    from collections import defaultdict
+
+    from tooltune.training import diagnostics as dg
+    from tooltune.training.report import summarize
+
+    class Trainer:
+        accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
+        model = processing_class = None
+
+        def __init__(self) -> None:
+            self.logged: list[dict] = []
+            self._metrics: dict = {"train": defaultdict(list)}
+
+        def log(self, logs: dict) -> None:
+            self.logged.append(logs)
+
+    trainer = Trainer()
+    rows = [{"prompt": "p"}] * 4
+    success = dg.HeldOutEval(trainer, rows, "tool_n1", every=1, scorer=lambda model, tok, rows: 0.75)
+    state = _State()
+    success.on_train_begin(None, state, _Control())
+    state.global_step = 1
+    success.on_step_end(None, state, _Control())
+    assert trainer.logged == [{dg.HELDOUT_SUCCESS_KEY: 0.75, dg.HELDOUT_SAMPLES_KEY: 4}]
+    assert trainer._metrics["train"][dg.HELDOUT_SUCCESS_KEY] == [0.75]
+    assert dg.HELDOUT_KEY not in trainer._metrics["train"]  # not an exact match
+    # the metrics file of an agentic run, and one written before the key existed, both read back
+    for key in (dg.HELDOUT_SUCCESS_KEY, dg.HELDOUT_KEY):
+        run = tmp_path / key.replace("/", "_")
+        run.mkdir()
+        recs = [{"stage": "grpo", "step": s, "reward": 0.1, key: a, dg.HELDOUT_SAMPLES_KEY: 4}
+                for s, a in ((0, 0.25), (1, 0.75))]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        assert [p["accuracy"] for p in dg.heldout_curve(recs)] == [0.25, 0.75]
+        s = summarize(run)
+        assert s["heldout"] == [(0, 0.25), (1, 0.75)]
+        assert s["heldout_metric"] == ("episode success" if key == dg.HELDOUT_SUCCESS_KEY else "exact match")

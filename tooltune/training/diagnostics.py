@@ -1,4 +1,4 @@
-"""Per-step diagnostics: training clock, metrics JSONL, held-out exact match, token regions.
+"""Per-step diagnostics: training clock, metrics JSONL, held-out accuracy, token regions.
 
 `TrainingClock` measures training time with held-out evaluations left out; `MetricsLogger` writes
 every Trainer log record with it (and enforces a training-time budget); `HeldOutEval` adds the
@@ -26,12 +26,14 @@ from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import grammar_for, row_tools
-from tooltune.training.report import reward_ends
+from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
 
 logger = logging.getLogger(__name__)
 
 HELDOUT_KEY = "tooltune/heldout_exact_match"
 """Metrics key of the greedy exact match on the validation rows (`data.val`; `HeldOutEval`)."""
+HELDOUT_SUCCESS_KEY = EPISODE_SUCCESS_KEY
+"""Metrics key of the greedy episode success rate on the validation tasks (agentic training)."""
 HELDOUT_SAMPLES_KEY = "tooltune/heldout_samples"
 """Metrics key of the number of validation rows behind each `HELDOUT_KEY` point (its standard error)."""
 
@@ -187,7 +189,8 @@ class StepProgress(TrainerCallback):
     ) -> None:
         if self.bar is None or not logs:
             return
-        for key, name in (("reward", "reward"), ("loss", "loss"), (HELDOUT_KEY, "val")):
+        for key, name in (("reward", "reward"), ("loss", "loss"), (HELDOUT_KEY, "val"),
+                          (HELDOUT_SUCCESS_KEY, "val")):
             if isinstance(logs.get(key), (int, float)):
                 self.postfix[name] = f"{logs[key]:.3f}"
         self.bar.set_postfix(self.postfix, refresh=False)
@@ -244,12 +247,14 @@ def greedy_exact_match(
 
 
 class HeldOutEval(TrainerCallback):
-    """Greedy exact match on validation rows at step 0 (with `every`), every `every` optimizer steps
-    and at the end of training.
+    """Greedy exact match on validation rows (or, with a `scorer`, what it measures: the episode
+    success of agentic training) at step 0 (with `every`), every `every` optimizer steps and at the
+    end of training.
 
     The evaluation runs under `clock.excluded()` (it is not training time). Each point goes to the
-    trainer's log as `HELDOUT_KEY`, so the metrics file holds the curve (`heldout_curve`); `history`
-    keeps this process's points as {"step", "train_s", "accuracy"}.
+    trainer's log as `key` (`HELDOUT_KEY`, or `HELDOUT_SUCCESS_KEY` with a scorer), so the metrics file
+    holds the curve (`heldout_curve`); `history` keeps this process's points as {"step", "train_s",
+    "accuracy"}.
     """
 
     def __init__(
@@ -267,6 +272,8 @@ class HeldOutEval(TrainerCallback):
         scores episode success)."""
         self.trainer, self.rows, self.template = trainer, rows, template
         self.scorer = scorer
+        self.key = HELDOUT_KEY if scorer is None else HELDOUT_SUCCESS_KEY
+        self.name = "exact match" if scorer is None else "episode success"
         self.every, self.max_new_tokens, self.batch_size = every, max_new_tokens, batch_size
         self.clock = clock or TrainingClock()
         self.history: list[dict[str, Any]] = []
@@ -289,13 +296,12 @@ class HeldOutEval(TrainerCallback):
                 )
         self.history.append({"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc})
         if at_end:  # outside a logging step (start or end of training): write a record of its own
-            self.trainer.log({HELDOUT_KEY: acc, HELDOUT_SAMPLES_KEY: len(self.rows)})
+            self.trainer.log({self.key: acc, HELDOUT_SAMPLES_KEY: len(self.rows)})
         else:  # joins the record the trainer logs for this step
-            self.trainer._metrics["train"][HELDOUT_KEY].append(acc)
+            self.trainer._metrics["train"][self.key].append(acc)
             self.trainer._metrics["train"][HELDOUT_SAMPLES_KEY].append(len(self.rows))
-        logger.info(
-            "step %d: held-out exact match %.4f on %d samples", state.global_step, acc, len(self.rows)
-        )
+        logger.info("step %d: held-out %s %.4f on %d samples", state.global_step, self.name, acc,
+                    len(self.rows))
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         if self.every and state.global_step == 0:  # the starting point of the curve
@@ -330,17 +336,18 @@ def read_metrics(path: str | Path, stage: str | None = None) -> list[dict[str, A
 
 
 def heldout_curve(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Validation accuracy against training time: [{"step", "train_s", "accuracy"}, plus "n" (the rows
-    evaluated) when logged] from log records.
+    """Validation accuracy (exact match, or episode success) against training time: [{"step",
+    "train_s", "accuracy"}, plus "n" (the rows evaluated) when logged] from log records.
 
     With `run.logging_steps` 1 every point carries its own step; with more, a point made between two
     logging steps is reported at the next one. A step evaluated twice (a run resumed at its last
     step evaluates it again) keeps its last point."""
     points = {
-        r["step"]: {"step": r["step"], "train_s": r.get("train_s", 0.0), "accuracy": r[HELDOUT_KEY]}
+        r["step"]: {"step": r["step"], "train_s": r.get("train_s", 0.0), "accuracy": r[key]}
         | ({"n": round(r[HELDOUT_SAMPLES_KEY])} if HELDOUT_SAMPLES_KEY in r else {})
         for r in records
-        if HELDOUT_KEY in r
+        for key in (HELDOUT_KEY, HELDOUT_SUCCESS_KEY)
+        if key in r
     }
     return sorted(points.values(), key=lambda p: p["step"])
 

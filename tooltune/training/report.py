@@ -8,7 +8,9 @@ last" is the mean over the first and over the last `reward_window` steps (a tent
 reward plot draws the raw per-step values beside the moving average over that same window, so the
 summary's two numbers are the ends of the plotted average (`tooltune quickstart` prints the same).
 The accuracy curve of `data.val` (metrics key `tooltune/heldout_exact_match`) is "validation exact
-match" everywhere, drawn with its binomial standard error on a 0-100% axis. A plot with no data is not
+match" everywhere; under agentic training it is the held-out episode success
+(`tooltune/heldout_episode_success`, "validation episode success"); either is drawn with its binomial
+standard error on a 0-100% axis. A plot with no data is not
 drawn, and a reward component identical to the total is named in the total's legend, not drawn again.
 """
 
@@ -29,6 +31,8 @@ logger = logging.getLogger(__name__)
 REWARD_KEY = "reward"
 VALIDATION_KEY = "tooltune/heldout_exact_match"
 """Greedy exact match on the validation rows (`data.val`), logged by `training.diagnostics.HeldOutEval`."""
+EPISODE_SUCCESS_KEY = "tooltune/heldout_episode_success"
+"""Greedy episode success rate on the validation tasks (agentic training), logged by `HeldOutEval`."""
 VALIDATION_SAMPLES_KEY = "tooltune/heldout_samples"
 """How many validation rows each point of `VALIDATION_KEY` scored (runs before it was logged lack it)."""
 
@@ -41,8 +45,8 @@ TRL_REWARD_FUNCTION = "tooltune"
 PLOTS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
     "reward.png": ("Training reward", "mean reward of the step's rollouts", [(REWARD_KEY, "total")]),
     "validation.png": (
-        "Validation exact match (greedy, data.val)",
-        "exact match (%)",
+        "Validation exact match or episode success (greedy, data.val)",
+        "exact match or episode success (%)",
         [(VALIDATION_KEY, "validation")],
     ),
     "groups.png": (
@@ -207,10 +211,18 @@ def binomial_se(accuracy: float, n: int) -> float:
     return math.sqrt(max(0.0, accuracy * (1 - accuracy)) / n) if n > 0 else float("nan")
 
 
+def validation_metric(records: list[dict[str, Any]]) -> tuple[str, str]:
+    """(metrics key, name) of the validation curve the records hold: exact match, or episode success
+    for an agentic run."""
+    if not series(records, VALIDATION_KEY)[0] and series(records, EPISODE_SUCCESS_KEY)[0]:
+        return EPISODE_SUCCESS_KEY, "episode success"
+    return VALIDATION_KEY, "exact match"
+
+
 def draw_validation(ax: Any, records: list[dict[str, Any]], label: str = "validation") -> bool:
-    """The validation exact match on `ax` in percent (0-100 axis) with ± 1 binomial standard error
-    where the sample count was logged; False (nothing drawn) without points."""
-    steps, acc = series(records, VALIDATION_KEY)
+    """The validation curve (`validation_metric`) on `ax` in percent (0-100 axis) with ± 1 binomial
+    standard error where the sample count was logged; False (nothing drawn) without points."""
+    steps, acc = series(records, validation_metric(records)[0])
     if not steps:
         return False
     sizes = dict(zip(*series(records, VALIDATION_SAMPLES_KEY)))
@@ -265,7 +277,8 @@ def plot_run(run_dir: str | Path, out_dir: str | Path) -> list[Path]:
 
 def summarize(run_dir: str | Path) -> dict[str, Any]:
     """Headline numbers of a run: steps, the training reward's first -> last (`reward_ends`), the
-    validation curve (`heldout`: [(step, exact match)]), time split and savings."""
+    validation curve (`heldout`: [(step, exact match or episode success)], named by `heldout_metric`),
+    time split and savings."""
     records = load_metrics(run_dir)
     grpo = [r for r in records if r.get("stage") == "grpo"]
 
@@ -278,7 +291,8 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
 
     rewards = series(grpo, REWARD_KEY)[1]
     reward_first, reward_last, window = reward_ends(rewards)
-    heldout = list(zip(*series(grpo, VALIDATION_KEY), strict=True))
+    key, metric = validation_metric(grpo)
+    heldout = list(zip(*series(grpo, key), strict=True))
     out: dict[str, Any] = {
         "grpo_steps": max((r["step"] for r in grpo), default=0),
         "sft_steps": max((r["step"] for r in records if r.get("stage") == "sft"), default=0),
@@ -286,6 +300,7 @@ def summarize(run_dir: str | Path) -> dict[str, Any]:
         "reward_last": reward_last if rewards else None,
         "reward_window": window,
         "heldout": heldout,
+        "heldout_metric": metric,
         "heldout_best": max((a for _, a in heldout), default=None),
         "rollout_seconds": total("tooltune/rollout_time"),
         "update_seconds": total("tooltune/update_time"),
@@ -321,7 +336,7 @@ def write_markdown(run_dir: str | Path, out_dir: str | Path, plots: list[Path]) 
         ("SFT steps", s["sft_steps"]),
         (f"training reward (mean of the first → last {s['reward_window']} steps)",
          f"{_fmt(s['reward_first'])} → {_fmt(s['reward_last'])}"),
-        ("validation exact match (best)", _fmt(s["heldout_best"])),
+        (f"validation {s['heldout_metric']} (best)", _fmt(s["heldout_best"])),
         ("mean zero-variance share", _fmt(s["zero_variance_share_mean"])),
         ("rollout time / update time (s)", f"{_fmt(s['rollout_seconds'])} / {_fmt(s['update_seconds'])}"),
         ("rollouts generated / dropped", f"{_fmt(s['rollouts_generated'])} / {_fmt(s['rollouts_dropped'])}"),
@@ -333,7 +348,8 @@ def write_markdown(run_dir: str | Path, out_dir: str | Path, plots: list[Path]) 
     if s["heldout"]:
         lines += [
             "",
-            "Validation exact match by step: " + ", ".join(f"{st}: {a:.3f}" for st, a in s["heldout"]),
+            f"Validation {s['heldout_metric']} by step: "
+            + ", ".join(f"{st}: {a:.3f}" for st, a in s["heldout"]),
         ]
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     path = Path(out_dir) / "summary.md"

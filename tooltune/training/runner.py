@@ -449,7 +449,7 @@ def _grpo_stage(
     summary["grpo"] = {
         "steps": trainer.state.global_step,
         "resumed_from": ckpt,
-        "heldout_exact_match": heldout.history,
+        heldout.key.removeprefix("tooltune/"): heldout.history,
         "filter": trainer.tt_filter.state_dict() if trainer.tt_filter else None,
         "stopped_early": trainer.tt_stop_reason,
     }
