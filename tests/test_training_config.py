@@ -377,3 +377,19 @@ def test_the_python_api_example_of_the_training_docs_loads(monkeypatch: pytest.M
     monkeypatch.chdir(REPO)  # the docs' paths are relative to the repository root
     cfg = load_config(*args)
     assert cfg.grpo.max_steps == 40 and cfg.run.output_dir == "runs/x"
+
+
+@pytest.mark.parametrize("preset", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_the_commands_a_preset_cites_exist(preset: Path) -> None:
+    import re
+    import shlex
+
+    from tooltune.cli import build_parser
+
+    lines = preset.read_text().splitlines()
+    comments = " ".join(line.split("#", 1)[1].strip() for line in lines if "#" in line)
+    for command in re.findall(r"`tooltune ([^`]+)`", comments):
+        try:
+            build_parser().parse_args(shlex.split(command))
+        except SystemExit as exc:
+            pytest.fail(f"{preset.name} cites `tooltune {command}`, which the command line refuses ({exc})")
