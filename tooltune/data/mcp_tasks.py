@@ -2,10 +2,10 @@
 
 A task file is JSONL, one task a line (blank lines are skipped), in either of two forms:
 
-- short: ``{"id", "prompt" (or "messages"), "tools", "answer", "reset", "setup", "check"}``, where
-  ``tools`` names the server's tools the model is offered (default: all of them but the reset tool),
-  ``answer`` the calls of the first step (optional: for SFT and single-step training) and ``reset``,
-  ``setup`` and ``check`` are those of `tooltune.environments.mcp`;
+- short: ``{"id", "prompt" (or "messages"), "tools", "answer", "reset", "prepare", "setup", "check"}``,
+  where ``tools`` names the server's tools the model is offered (default: all of them but the reset
+  tool), ``answer`` the calls of the first step (optional: for SFT and single-step training) and
+  ``reset``, ``prepare``, ``setup`` and ``check`` are those of `tooltune.environments.mcp`;
 - canonical: a `Sample` (``id``, ``category``, ``messages``, ``tools``, ``answer``, ``meta``) whose
   ``meta["env"]`` is an ``mcp`` task.
 
@@ -31,7 +31,7 @@ from tooltune.environments.mcp_client import McpConnection
 from tooltune.environments.mcp_data import McpServer
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec, calls_from_any, decode_line, loads_record
 
-SHORT_FIELDS = ("id", "prompt", "messages", "tools", "answer", "reset", "setup", "check")
+SHORT_FIELDS = ("id", "prompt", "messages", "tools", "answer", "reset", "prepare", "setup", "check")
 
 
 @dataclass
@@ -81,7 +81,7 @@ def task_from_record(record: Any, server: McpServer, tools: Sequence[ToolSpec]) 
             raise ValueError("prompt: expected a non-empty string")
         messages = [{"role": "user", "content": prompt}] if "prompt" in record else record["messages"]
         answer = calls_from_any(record.get("answer") or [], "answer")
-        env = {k: record[k] for k in ("reset", "setup", "check") if k in record}
+        env = {k: record[k] for k in ("reset", "prepare", "setup", "check") if k in record}
         offered = record.get("tools")
         sample = None
     named = McpServer.parse(env["server"], "meta.env.server") if env.get("server") is not None else server
@@ -148,7 +148,7 @@ def check_task_file(path: str, server: str | McpServer, settings: McpSettings | 
     Raises `McpUnavailable` when the server cannot be used and ValueError for a malformed `server`."""
     settings = settings or McpSettings()
     server = McpServer.parse(server, "--server")
-    conn = McpConnection(server, settings.start_seconds, settings.call_seconds)
+    conn = McpConnection(server, settings.start_seconds, settings.call_seconds, settings.message_bytes)
     try:
         tools = conn.list_tools()
     finally:

@@ -12,10 +12,16 @@ Task (``meta["env"]``, name ``mcp``):
   or an object with ``command`` or ``url``, and ``env`` / ``cwd`` for a command. A task without one
   uses the environment's ``server`` setting (`McpSettings`, `configure_mcp`).
 - ``reset``: how an episode starts from a clean state. ``"restart"`` (the default for a command): a
-  fresh server process per episode. ``{"tool": name, "arguments": {...}}``: one server serves episode
-  after episode (idle servers are pooled, `mcp_client.POOL`) and this call resets it before each.
-  ``"none"``: nothing is reset (a server whose state does not matter). A URL needs a reset tool or
-  ``"none"``: a remote server cannot be restarted.
+  fresh server process per episode, which resets only the state the process holds in memory.
+  ``"fresh_dir"``: a fresh process as well, started in a new empty folder of its own (its working
+  directory, removed when the episode ends), for servers that keep their state in files under it
+  (a git repository, a SQLite file); ``prepare``, a command line or argv list, runs in that folder
+  before the server starts (``git init -q``) and must exit with status 0.
+  ``{"tool": name, "arguments": {...}}``: one server serves episode after episode (idle servers are
+  pooled, `mcp_client.POOL`) and this call resets it before each. ``"none"``: nothing is reset (a
+  server whose state does not matter). A URL needs a reset tool or ``"none"``: a remote server cannot
+  be restarted. A server whose state lives elsewhere (a database server, a folder named by an
+  absolute path in its arguments) is reset by none of the restarts: give it a reset tool.
 - ``setup``: calls run after the reset and before the model acts (the task's initial state); each must
   succeed.
 - ``check``: one check or a list of them, all of which must hold:
@@ -29,14 +35,19 @@ Task (``meta["env"]``, name ``mcp``):
 
 A step: the name must be a tool the task offers and the server lists; the arguments must be plain JSON
 literals (`check_literals`), name no argument outside the tool's input schema and validate against
-that schema (`mcp_task.check_call`); only then is the call sent, with the per-call timeout (``call_seconds``),
-and the result text is cut to ``result_chars``. A result the server flags as an error, a protocol error
-and a call without a result in time are failed steps that say why. A server that exits, closes the
-connection or hangs (a call without a result and no answer to the probe that follows) fails the step
-with the reason, and every later step of the episode fails at once with it; the outcome then fails
-too (``details["server"]``). Nothing from the model runs here: a call is a name and JSON arguments
-sent to the server. The step's time budget (`Environment.step_seconds`) is set above the per-call
-timeout, as a guard; a server's start, reset and setup run before the step, under their own deadlines.
+that schema (`mcp_task.check_call`); only then is the call sent, with the per-call timeout
+(``call_seconds``), and the result text is cut to ``result_chars``, noting the full length (a result
+longer than ``message_bytes`` is cut while it is read, before it is all in memory, and the note gives
+its size in bytes). A result the server flags as an error, a protocol error and a call without a
+result in time are failed steps that say why. A server that exits, closes the connection, writes
+text that is not MCP or hangs (a call without a result and no answer to the probe that follows) fails
+the step with the reason, and every later step of the episode fails at once with it; the outcome then
+fails too (``details["server"]``: the full reason, with the tail of the server's stderr; the tool
+message names the server by its short name, `McpServer.name`, without folders). Nothing from the
+model runs here: a call is a name and JSON arguments sent to the server. The step's time budget
+(`Environment.step_seconds`) is set above the per-call timeout, as a guard; a server's start, reset
+and setup run before the step, under their own deadlines. The episode driver runs the calls of
+different episodes side by side, at most ``server_calls`` at once per server (`concurrency`).
 
 The server of an episode is released when the episode is judged (`outcome`), when the environment is
 reset or closed, and when it is garbage collected: a restarted server is stopped, a pooled one goes
@@ -70,7 +81,8 @@ from tooltune.environments.mcp_client import (
     McpConnection,
     McpUnavailable,
 )
-from tooltune.environments.mcp_task import RESTART, Check, McpTask, check_call, read_task
+from tooltune.environments.mcp_task import FRESH_DIR, Check, McpTask, check_call, read_task
+from tooltune.environments.mcp_wire import MESSAGE_BYTES
 from tooltune.matching import call_differences, values_equal
 from tooltune.schema import Sample, SchemaError, ToolCall
 
@@ -92,6 +104,11 @@ class McpSettings:
     start_seconds: float = option(START_SECONDS, "Time a server has to start and complete the MCP "
                                   "handshake, in seconds.", min_exclusive=0)
     result_chars: int = option(MAX_RESULT_CHARS, "Tool messages are cut to this many characters.", min=64)
+    message_bytes: int = option(MESSAGE_BYTES, "Cap on one message from a server, in bytes, applied while "
+                                "it is read: a longer tool result is cut there (its full size noted), "
+                                "a longer answer to anything else fails that request.", min=4096)
+    server_calls: int = option(8, "Tool calls in flight at once per server (command or URL) when the "
+                               "episodes of a batch call tools side by side.", min=1)
 
 
 _DEFAULTS = McpSettings()
@@ -139,6 +156,9 @@ class McpEnvironment(Environment):
         self._finalizer = weakref.finalize(self, self._lease.release)
         self.spec: McpTask | None = None
         self.failure = ""
+        """Why the server could not be used ('' while it can), in full (the outcome's details)."""
+        self.public_failure = ""
+        """The same as a model may read it (tool messages)."""
         self.executed: list[ToolCall] = []
         self.call_timeouts = 0
         self._prepared = False
@@ -153,15 +173,31 @@ class McpEnvironment(Environment):
         except (SchemaError, ValueError) as e:
             raise TaskError(f"sample {task.id!r}: {e}") from None
         self.offered = spec_by_name(task.tools)
-        self.failure, self.executed, self.call_timeouts = "", [], 0
+        self.failure, self.public_failure, self.executed, self.call_timeouts = "", "", [], 0
         self._prepared, self._judged, self._server_tools = False, None, {}
         s = self.settings
-        if self.spec.reset == RESTART:
-            self._lease.conn = McpConnection(self.spec.server, s.start_seconds, s.call_seconds).start()
+        if self.spec.restarts:
+            self._lease.conn = McpConnection(
+                self.spec.server, s.start_seconds, s.call_seconds, s.message_bytes,
+                fresh_dir=self.spec.reset == FRESH_DIR, prepare=self.spec.prepare).start()
             self._lease.pooled = False
         else:
-            self._lease.conn = POOL.take(self.spec.server, s.start_seconds, s.call_seconds)
+            self._lease.conn = POOL.take(self.spec.server, s.start_seconds, s.call_seconds, s.message_bytes)
             self._lease.pooled = True
+
+    @property
+    def concurrency(self) -> tuple[str, int]:
+        """The server this episode's calls go to and how many calls it takes at once (the episode
+        driver runs the calls of different episodes side by side within that limit)."""
+        server = self.spec.server.describe() if self.spec is not None else ""
+        return f"mcp:{server}", self.settings.server_calls
+
+    def _fail(self, error: McpUnavailable | str) -> None:
+        """Record why the server cannot be used: in full for the outcome's details and logs, and as a
+        model may read it (the server's short name, no folder paths) for tool messages."""
+        conn = self._lease.conn
+        self.public_failure = str(error)
+        self.failure = (conn.broken if conn is not None and conn.broken else "") or self.public_failure
 
     def _prepare(self) -> None:
         """Once per episode, before its first step or its judgement: wait for the server, list its tools,
@@ -172,7 +208,7 @@ class McpEnvironment(Environment):
         for attempt in (0, 1):
             conn = self._lease.conn
             if conn is None:
-                self.failure = "the episode's MCP server was released (close() before the episode ended)"
+                self._fail("the episode's MCP server was released (close() before the episode ended)")
                 return
             reused = conn.episodes > 0
             try:
@@ -181,17 +217,18 @@ class McpEnvironment(Environment):
                 for c in reset + list(self.spec.setup):
                     r = conn.call(c.name, c.arguments)
                     if r.error:
-                        self.failure = f"the task's {'reset' if c is self.spec.reset else 'setup'} call " \
-                                       f"{c.name!r:.80} failed: {r.text[:300]}"
+                        self._fail(f"the task's {'reset' if c is self.spec.reset else 'setup'} call "
+                                   f"{c.name!r:.80} failed: {r.text[:300]}")
                         return
                 return
             except McpUnavailable as e:
                 if attempt == 0 and self._lease.pooled and reused:  # an idle server died meanwhile
                     conn.close(wait=False)
                     s = self.settings
-                    self._lease.conn = McpConnection(conn.server, s.start_seconds, s.call_seconds).start()
+                    self._lease.conn = McpConnection(conn.server, s.start_seconds, s.call_seconds,
+                                                     s.message_bytes).start()
                     continue
-                self.failure = str(e)
+                self._fail(e)
                 return
 
     def close(self) -> None:
@@ -215,7 +252,7 @@ class McpEnvironment(Environment):
         if self._judged is not None or self._lease.conn is None:
             return error_result("the episode is over: its MCP server was released")
         if self.failure:
-            return error_result(f"the MCP server is unavailable: {self.failure}")
+            return error_result(f"the MCP server is unavailable: {self.public_failure}")
         if call.name not in self.offered:
             return error_result(f"unknown tool {call.name!r:.80}; available: {sorted(self.offered)[:50]}")
         spec = self._server_tools.get(call.name)
@@ -227,18 +264,21 @@ class McpEnvironment(Environment):
         try:
             result = self._lease.conn.call(call.name, call.arguments)
         except McpUnavailable as e:
-            self.failure = str(e)
-            return error_result(self.failure)
+            self._fail(e)
+            return error_result(self.public_failure)
         self.call_timeouts += result.timed_out
         if not result.error:
             self.executed.append(call)
-        return ToolResult(self._cut(result.text), error=result.error)
+        return ToolResult(self._cut(result.text, result.cut_bytes), error=result.error)
 
-    def _cut(self, text: str) -> str:
+    def _cut(self, text: str, cut_bytes: int = 0) -> str:
+        """`text` within ``result_chars``, noting its full length (in bytes for a result already cut
+        while it was read)."""
         cap = self.settings.result_chars
-        if len(text) <= cap:
+        if len(text) <= cap and not cut_bytes:
             return text
-        marker = f" … [cut: {len(text)} characters in all]"
+        marker = (f" … [cut: the server's answer was {cut_bytes} bytes in all]" if cut_bytes
+                  else f" … [cut: {len(text)} characters in all]")
         return text[: cap - len(marker)] + marker
 
     # -- outcome -----------------------------------------------------------------------------------
@@ -275,7 +315,7 @@ class McpEnvironment(Environment):
         try:
             r = self._lease.conn.call(ch.call.name, ch.call.arguments)
         except McpUnavailable as e:
-            self.failure = str(e)
+            self._fail(e)
             return False, {"error": self.failure}
         if r.error:
             return False, {"error": r.text[:300]}

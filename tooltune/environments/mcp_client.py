@@ -1,21 +1,28 @@
 """A synchronous, bounded client of one MCP server, on the official `mcp` SDK (imported when used).
 
 A server (`mcp_data.McpServer`) is a command started as a subprocess and spoken to over its stdin and
-stdout (the SDK's stdio transport), or the URL of a streamable HTTP endpoint. `McpConnection` is one MCP
-session with it. The SDK is asynchronous; every connection runs as one task on a background event loop
-thread that the process shares (started at the first connection), and each synchronous method waits
-for it under a deadline of its own, so no server can hang the caller:
+stdout (`mcp_stdio.stdio_transport`), or the URL of a streamable HTTP endpoint (`mcp_http`); both read
+the server's messages through `mcp_wire` (one message held up to ``message_bytes``, a longer one cut,
+text that is not MCP ending the session at once, tools with bad input schemas left out). `McpConnection`
+is one MCP session with it. The SDK is asynchronous; every connection runs as one task on a background
+event loop thread that the process shares (started at the first connection), and each synchronous
+method waits for it under a deadline of its own, so no server can hang the caller:
 
 - `start()` returns at once (many servers start side by side); the first use waits at most
   `start_seconds` for the handshake, and a server that does not complete it in time is stopped;
 - `call(name, arguments, seconds)` waits at most `seconds` for the result (the SDK's request timeout);
   then the server is probed with a tools/list request (`PROBE_SECONDS`): one that answers has only
   abandoned that call, one that does not hangs, and the connection is `broken`;
-- a server that exits or closes the connection breaks it too; every later use fails at once with
-  `McpUnavailable` and the reason (with the tail of a command server's stderr);
-- `close()` ends the session and, for a command, the process: the SDK closes the server's stdin, waits,
-  then terminates and kills its process group, every wait bounded. Connections still open when the
-  interpreter exits are closed then.
+- a server that exits, closes the connection or writes text that is not MCP breaks it too; every later
+  use fails at once with `McpUnavailable`, whose message names the server by `McpServer.name` only (it
+  becomes a tool message; no command line, folder or stderr in it), while `broken` keeps the full
+  reason with the tail of a command server's stderr for the logs;
+- `close()` ends the session and, for a command, the server's whole process group (`mcp_stdio`), every
+  wait bounded. Connections still open when the interpreter exits are closed then, and a watchdog
+  process ends the groups of servers left when tooltune is killed (`mcp_reaper`);
+- with ``fresh_dir`` the server runs in a new empty folder of its own (its working directory), made
+  before it starts, where the ``prepare`` command runs first, and removed when the session ends: the
+  reset of a server that keeps its state in files.
 
 `ConnectionPool` keeps idle connections to one server for reuse by the next episode (servers reset
 through a tool instead of restarted).
@@ -29,11 +36,17 @@ import concurrent.futures
 import logging
 import math
 import os
+import re
+import shutil
 import tempfile
 import threading
 from typing import Any
 
 from tooltune.environments.mcp_data import McpResult, McpServer, convert_result
+from tooltune.environments.mcp_http import http_transport
+from tooltune.environments.mcp_reaper import REAPER
+from tooltune.environments.mcp_stdio import stdio_transport
+from tooltune.environments.mcp_wire import MESSAGE_BYTES, Wire
 from tooltune.schema import SchemaError, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -56,7 +69,16 @@ _GRACE = 2.0  # seconds of slack between the SDK's own timeout and our wait for 
 
 
 class McpUnavailable(RuntimeError):
-    """The server cannot be used: it did not start, it exited, it hangs, or the session is closed."""
+    """The server cannot be used: it did not start, it exited, it hangs, or the session is closed. The
+    message names the server by `McpServer.name` and holds no folder paths (a model may read it)."""
+
+
+_PATH = re.compile(r"(?<![\w.~+:-])/(?:[\w.~+-]+/)+([\w.~+-]*)")
+
+
+def without_paths(text: str) -> str:
+    """`text` with every absolute POSIX path replaced by its last component."""
+    return _PATH.sub(r"\1", text)
 
 
 def _describe(err: BaseException) -> str:
@@ -99,6 +121,7 @@ def _forget_after_fork() -> None:
     global _LOOP
     _LOOP = None
     _OPEN.clear()
+    REAPER.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -125,10 +148,17 @@ class McpConnection:
     """One MCP session with one server (module docstring). Not for concurrent use by several threads."""
 
     def __init__(self, server: McpServer, start_seconds: float = START_SECONDS,
-                 call_seconds: float = CALL_SECONDS) -> None:
+                 call_seconds: float = CALL_SECONDS, message_bytes: int = MESSAGE_BYTES,
+                 fresh_dir: bool = False, prepare: tuple[str, ...] = ()) -> None:
         self.server, self.start_seconds, self.call_seconds = server, start_seconds, call_seconds
+        self.fresh_dir, self.prepare = fresh_dir, prepare
+        self.wire = Wire(server.describe(), message_bytes)
+        self.workdir = ""
+        """The server's own folder while it runs (``fresh_dir``)."""
         self.broken = ""
-        """Why the connection can no longer be used ('' while it can)."""
+        """Why the connection can no longer be used ('' while it can), with the stderr tail."""
+        self.public = ""
+        """The same reason as a model may read it (`McpUnavailable`'s message)."""
         self._client: Any = None
         self._scope: Any = None
         self._closing = asyncio.Event()
@@ -154,14 +184,28 @@ class McpConnection:
         return self
 
     def _transport(self) -> Any:
-        from mcp import StdioServerParameters, stdio_client  # deferred: mcp is optional
-
         if self.server.url:
-            return self.server.url
-        argv = self.server.command
-        params = StdioServerParameters(command=argv[0], args=list(argv[1:]),
-                                       env=dict(self.server.env) or None, cwd=self.server.cwd or None)
-        return stdio_client(params, errlog=self._errlog)
+            return http_transport(self.server.url, self.wire)
+        return stdio_transport(self.server, self.wire, self._errlog, self.workdir)
+
+    async def _make_workdir(self) -> None:
+        """A fresh folder for the server, with the ``prepare`` command run in it (``fresh_dir``)."""
+        self.workdir = tempfile.mkdtemp(prefix="tooltune-mcp-")
+        if not self.prepare:
+            return
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.prepare, cwd=self.workdir, stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL, stderr=self._errlog, start_new_session=True)
+        except OSError as e:
+            raise McpUnavailable(f"the prepare command did not start: {_describe(e)}") from None
+        try:
+            code = await asyncio.wait_for(proc.wait(), self.start_seconds)
+        except asyncio.TimeoutError:
+            proc.kill()
+            raise McpUnavailable(f"the prepare command did not end within {self.start_seconds:g} s") from None
+        if code != 0:
+            raise McpUnavailable(f"the prepare command exited with status {code}")
 
     async def _hold(self) -> None:
         """The session's lifetime, as one task: connect, publish the client, wait for `close`."""
@@ -173,6 +217,8 @@ class McpConnection:
                 raise McpUnavailable("closed before it started")
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_seconds) as scope:
                 self._scope = scope
+                if self.fresh_dir:
+                    await self._make_workdir()
                 async with Client(self._transport(), read_timeout_seconds=self.call_seconds) as client:
                     scope.deadline = math.inf
                     self._client = client
@@ -182,9 +228,9 @@ class McpConnection:
                 raise McpUnavailable("closed before it started" if self._closing.is_set()
                                      else f"no MCP handshake within {self.start_seconds:g} s")
         except BaseException as e:  # the SDK's errors arrive as exception groups of its task groups
-            why = str(e) if isinstance(e, McpUnavailable) else _describe(e)
+            why = self.wire.problem or (str(e) if isinstance(e, McpUnavailable) else _describe(e))
             if not self._ready.done():
-                self._ready.set_exception(McpUnavailable(self._reason(f"the server did not start: {why}")))
+                self._ready.set_exception(McpUnavailable(self._mark(f"the server did not start: {why}")))
             elif not self.closed:
                 self._mark(f"the session ended: {why}")
             if isinstance(e, asyncio.CancelledError):
@@ -192,6 +238,8 @@ class McpConnection:
         finally:
             self._client = None
             self._close_log()
+            if self.workdir:
+                await asyncio.to_thread(shutil.rmtree, self.workdir, True)
             with _LOCK:
                 _OPEN.discard(self)
             self._done.set_result(None)
@@ -213,28 +261,31 @@ class McpConnection:
         return f"{where}: {why}" + (f" (its stderr ends: {tail[-300:]!r})" if tail else "")
 
     def _mark(self, why: str) -> str:
-        """Break the connection for `why` (the first reason stays); returns the reason in effect."""
+        """Break the connection for `why` (the first reason stays); returns the reason in effect as a
+        model may read it (`public`)."""
+        if self.wire.problem and self.wire.problem not in why:
+            why = f"{why}: {self.wire.problem}"
         if not self.broken:
             self.broken = self._reason(why)
+            self.public = without_paths(f"MCP server {self.server.name!r}: {why}")[:600]
             logger.warning("%s", self.broken)
-        return self.broken
+        return self.public
 
     def wait_ready(self) -> Any:
         """The connected SDK client, waiting for the handshake at most `start_seconds`; raises
         `McpUnavailable` with the reason when the server cannot be used."""
         if self.closed:
-            raise McpUnavailable(self.broken or "the connection is closed")
+            raise McpUnavailable(self.public or "the connection is closed")
         self.start()
         try:
             self._ready.result(self.start_seconds + _GRACE)
         except concurrent.futures.TimeoutError:
             self.close(wait=False)
             raise McpUnavailable(self._mark(f"no MCP handshake within {self.start_seconds:g} s")) from None
-        except McpUnavailable as e:
-            self.broken = self.broken or str(e)
+        except McpUnavailable:
             raise
         if self.broken or self._client is None:
-            raise McpUnavailable(self.broken or self._reason("the session ended"))
+            raise McpUnavailable(self._mark("the session ended"))
         return self._client
 
     def _wait(self, coro: Any, seconds: float, what: str) -> Any:
@@ -297,7 +348,8 @@ class McpConnection:
 
     def list_tools(self) -> list[ToolSpec]:
         """The server's tools as `ToolSpec`s (name, description, input schema), every page, listed once per
-        connection; a tool whose schema is not a JSON-Schema object is left out with a warning."""
+        connection; a tool with a bad input schema (`mcp_schema.tool_problem`) is left out with a
+        one-line warning naming it and why."""
         if self._tools is None:
             client = self.wait_ready()
             self._tools = self._wait(self._list_tools(client), LIST_CALLS * self.call_seconds + _GRACE,
@@ -316,7 +368,8 @@ class McpConnection:
                     try:
                         out.append(ToolSpec.from_dict(raw, f"tool {tool.name!r:.80}"))
                     except SchemaError as e:
-                        logger.warning("MCP server %r: tool left out: %s", self.server.describe(), e)
+                        logger.warning("MCP server %r: tool %r left out: %s", self.server.describe(),
+                                       tool.name[:80], e)
                 cursor = page.next_cursor
                 if not cursor:
                     break
@@ -375,22 +428,22 @@ class ConnectionPool:
 
     def __init__(self, max_idle: int = 64) -> None:
         self.max_idle = max_idle
-        self._idle: dict[tuple[McpServer, float, float], list[McpConnection]] = {}
+        self._idle: dict[tuple[McpServer, float, float, int], list[McpConnection]] = {}
         self._lock = threading.RLock()
 
     def take(self, server: McpServer, start_seconds: float = START_SECONDS,
-             call_seconds: float = CALL_SECONDS) -> McpConnection:
-        key = (server, start_seconds, call_seconds)
+             call_seconds: float = CALL_SECONDS, message_bytes: int = MESSAGE_BYTES) -> McpConnection:
+        key = (server, start_seconds, call_seconds, message_bytes)
         with self._lock:
             idle = self._idle.get(key, [])
             while idle:
                 conn = idle.pop()
                 if not (conn.broken or conn.closed or conn.ended):
                     return conn
-        return McpConnection(server, start_seconds, call_seconds).start()
+        return McpConnection(server, start_seconds, call_seconds, message_bytes).start()
 
     def give(self, conn: McpConnection) -> None:
-        key = (conn.server, conn.start_seconds, conn.call_seconds)
+        key = (conn.server, conn.start_seconds, conn.call_seconds, conn.wire.cap)
         with self._lock:
             idle = self._idle.setdefault(key, [])
             if not (conn.broken or conn.closed or conn.ended) and len(idle) < self.max_idle:

@@ -4,11 +4,15 @@ returned (`McpResult`, converted from the SDK's result without importing the SDK
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+CUT_KEY = "tooltune/cut_bytes"
+"""The ``_meta`` key of a result cut while it was read (`mcp_wire`): the server's whole answer, in bytes."""
 MAX_VALUE_CHARS = 1_000_000
 """A result text longer than this is not read as JSON for a result check (it stays text)."""
 
@@ -80,18 +84,38 @@ class McpServer:
         return out
 
     def describe(self) -> str:
+        """The whole command line or URL (for logs and the user)."""
         return self.url or shlex.join(self.command)
+
+    @property
+    def name(self) -> str:
+        """A short name without folders, tokens or URL paths, for text a model may read: the program's
+        file name, followed by its module (``-m module``) or by the file name of its first argument when
+        that is not an option (``python server.py``, ``uvx mcp-server-git``); the scheme, host and port
+        of a URL."""
+        if self.url:
+            parts = urlsplit(self.url)
+            return f"{parts.scheme}://{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+        words = [os.path.basename(self.command[0])]
+        rest = list(self.command[1:])
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            words += ["-m", rest[1]]
+        elif rest and not rest[0].startswith("-"):
+            words.append(os.path.basename(rest[0].rstrip("/")))
+        return " ".join(words)[:120]
 
 
 @dataclass(frozen=True)
 class McpResult:
     """One tool call's result: the text the model is shown (content blocks joined by newlines, not yet
-    cut), its value (`result_value`), and whether the server flagged it as an error or it timed out."""
+    cut), its value (`result_value`), whether the server flagged it as an error or it timed out, and,
+    for an answer longer than the message cap (cut while it was read), its full size in bytes."""
 
     text: str
     value: Any = None
     error: bool = False
     timed_out: bool = False
+    cut_bytes: int = 0
 
 
 def _block_text(block: Any) -> str:
@@ -130,10 +154,15 @@ def result_value(structured: Any, text: str) -> Any:
 
 
 def convert_result(result: Any) -> McpResult:
-    """An SDK `CallToolResult` as an `McpResult`."""
+    """An SDK `CallToolResult` as an `McpResult` (a result cut while it was read carries its full size
+    under ``_meta["tooltune/cut_bytes"]``: `McpResult.cut_bytes`)."""
     structured = getattr(result, "structured_content", None)
     blocks = list(getattr(result, "content", None) or [])
     text = "\n".join(_block_text(b) for b in blocks)
     if not blocks and structured is not None:
         text = json.dumps(structured, sort_keys=True, default=str)
-    return McpResult(text, result_value(structured, text), bool(getattr(result, "is_error", False)))
+    meta = getattr(result, "meta", None)
+    cut = meta.get(CUT_KEY) if isinstance(meta, dict) else None
+    cut = cut if type(cut) is int and cut > 0 else 0
+    value = text if cut else result_value(structured, text)
+    return McpResult(text, value, bool(getattr(result, "is_error", False)), cut_bytes=cut)

@@ -3,18 +3,16 @@ JSON-Schema input schema (`check_call`); the fields are documented in `tooltune.
 
 from __future__ import annotations
 
-import functools
 import json
-import logging
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp_schema import validator as schema_validator
 from tooltune.schema import ToolCall, ToolSpec, calls_from_any
 
-logger = logging.getLogger(__name__)
-
-RESTART, NO_RESET = "restart", "none"
+RESTART, NO_RESET, FRESH_DIR = "restart", "none", "fresh_dir"
 CHECK_KINDS = ("calls", "result", "answer")
 
 
@@ -38,6 +36,12 @@ class McpTask:
     reset: str | ToolCall
     setup: tuple[ToolCall, ...]
     checks: tuple[Check, ...]
+    prepare: tuple[str, ...] = ()
+
+    @property
+    def restarts(self) -> bool:
+        """Whether every episode starts its own server process (``restart`` and ``fresh_dir``)."""
+        return self.reset in (RESTART, FRESH_DIR)
 
     def server_calls(self) -> list[tuple[str, ToolCall]]:
         """Every call the task itself makes on the server, with where it is written."""
@@ -49,28 +53,11 @@ class McpTask:
         return out
 
 
-@functools.lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Any:
-    """A JSON-Schema validator of the draft the schema declares (2020-12 when it declares none), or None
-    when the schema itself is not valid."""
-    import jsonschema  # deferred: comes with mcp
-
-    schema = json.loads(schema_text)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as e:
-        logger.warning("an MCP tool's input schema is not valid JSON Schema (%s); its calls are checked "
-                       "for argument names only", str(e).splitlines()[0][:200])
-        return None
-    return cls(schema)
-
-
 def check_call(call: ToolCall, spec: ToolSpec) -> str | None:
     """Why `call`'s arguments do not fit `spec`'s input schema, or None: an argument the schema's
     properties do not name, else the first violation a JSON-Schema validator finds (required arguments,
-    types, enums, bounds, nested objects and arrays; ``format`` is not asserted). Give it arguments that
-    passed `check_literals` (plain JSON of a bounded size)."""
+    types, enums, bounds, nested objects and arrays; ``format`` and ``pattern`` are not asserted: the
+    server checks them). Give it arguments that passed `check_literals` (plain JSON of a bounded size)."""
     params = spec.parameters if isinstance(spec.parameters, dict) else {}
     props = params.get("properties") or {}
     unknown = sorted(set(call.arguments) - set(props))
@@ -78,7 +65,7 @@ def check_call(call: ToolCall, spec: ToolSpec) -> str | None:
         return f"{call.name}: unknown argument(s) {unknown}; expected some of {sorted(props)}"
     import jsonschema  # deferred: comes with mcp
 
-    validator = _validator(json.dumps(params, sort_keys=True))
+    validator = schema_validator(json.dumps(params, sort_keys=True))
     if validator is None:
         return None
     error = jsonschema.exceptions.best_match(validator.iter_errors(call.arguments))
@@ -120,9 +107,10 @@ def _check(raw: Any, where: str) -> Check:
 
 def read_task(spec: dict[str, Any], default_server: str = "") -> McpTask:
     """A task's ``meta["env"]`` as an `McpTask`; ValueError (SchemaError) naming the field."""
-    unknown = sorted(set(spec) - {"name", "server", "reset", "setup", "check"})
+    unknown = sorted(set(spec) - {"name", "server", "reset", "prepare", "setup", "check"})
     if unknown:
-        raise ValueError(f"meta.env: unknown field(s) {unknown}; expected server, reset, setup, check")
+        raise ValueError(f"meta.env: unknown field(s) {unknown}; "
+                         "expected server, reset, prepare, setup, check")
     raw_server = spec.get("server") or default_server
     if not raw_server:
         raise ValueError("meta.env.server: missing (and the mcp environment has no default server)")
@@ -134,13 +122,24 @@ def read_task(spec: dict[str, Any], default_server: str = "") -> McpTask:
                              '{"tool": name, "arguments": {...}}')
         reset = ToolCall.from_dict({"name": reset["tool"], "arguments": reset.get("arguments") or {}},
                                    "meta.env.reset")
-    elif reset not in (RESTART, NO_RESET):
+    elif reset not in (RESTART, FRESH_DIR, NO_RESET):
         raise ValueError('meta.env.reset: a server at a URL cannot be restarted: name a reset tool '
                          '({"tool": name, "arguments": {...}}) or "none"' if server.url and reset is None
-                         else f'meta.env.reset: expected "restart", "none" or a tool, got {reset!r:.80}')
-    if reset == RESTART and server.url:
-        raise ValueError('meta.env.reset: "restart" needs a command server; '
+                         else f'meta.env.reset: expected "restart", "fresh_dir", "none" or a tool, '
+                              f'got {reset!r:.80}')
+    if reset in (RESTART, FRESH_DIR) and server.url:
+        raise ValueError(f'meta.env.reset: "{reset}" needs a command server; '
                          'a URL needs a reset tool or "none"')
+    prepare = spec.get("prepare") or ()
+    if isinstance(prepare, str):
+        try:
+            prepare = shlex.split(prepare)
+        except ValueError as e:
+            raise ValueError(f"meta.env.prepare: {e}") from None
+    if not (isinstance(prepare, (list, tuple)) and all(isinstance(a, str) for a in prepare)):
+        raise ValueError("meta.env.prepare: expected a command line or a list of strings")
+    if prepare and reset != FRESH_DIR:
+        raise ValueError('meta.env.prepare: runs in the fresh folder of reset "fresh_dir" only')
     setup = tuple(calls_from_any(spec.get("setup") or [], "meta.env.setup"))
     raw_checks = spec.get("check")
     if raw_checks is None:
@@ -149,4 +148,4 @@ def read_task(spec: dict[str, Any], default_server: str = "") -> McpTask:
     if not raw_checks:
         raise ValueError("meta.env.check: empty")
     checks = tuple(_check(c, f"meta.env.check[{i}]") for i, c in enumerate(raw_checks))
-    return McpTask(server, reset, setup, checks)
+    return McpTask(server, reset, setup, checks, tuple(prepare))

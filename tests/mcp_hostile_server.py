@@ -1,0 +1,151 @@
+"""An MCP server that misbehaves on purpose, for the tests and bench/mcp_limits.py (standard library only).
+
+It speaks MCP's JSON-RPC by hand, over stdio or (``--http PORT``) streamable HTTP on 127.0.0.1 with one
+JSON body per POST. ``--mode`` picks the misbehaviour:
+
+- ``big``: tool ``dump(size)`` answers with a text of ``size`` bytes (written in 1 MB pieces);
+- ``junk``: writes a line that is not MCP on stdout before anything else;
+- ``helper``: starts a helper process (``sleep``) that outlives it, prints its pid to stderr, and
+  exits when its stdin closes; tool ``block`` never answers;
+- ``badtools``: lists ``echo`` and five tools with bad input schemas (dangling ``$ref``, non-object
+  schema, nested 100 deep, a backtracking ``pattern``, a schema that is a string);
+- ``slow``: tool ``wait(seconds)`` answers after sleeping.
+
+Every mode has ``echo(text)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, BinaryIO
+
+PIECE = b"x" * (1 << 20)
+TEXT = {"type": "object", "properties": {"text": {"type": "string"}}}
+
+
+def _one(name: str, kind: str) -> dict[str, Any]:
+    """An object schema with one property `name` of JSON type `kind`."""
+    return {"type": "object", "properties": {name: {"type": kind}}}
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+def tools(mode: str) -> list[dict[str, Any]]:
+    out = [{"name": "echo", "description": "Echo the text.", "inputSchema": TEXT}]
+    if mode == "big":
+        out.append({"name": "dump", "inputSchema": _one("size", "integer")})
+    if mode == "helper":
+        out.append({"name": "block", "inputSchema": {"type": "object"}})
+    if mode == "slow":
+        out.append({"name": "wait", "inputSchema": _one("seconds", "number")})
+    if mode == "badtools":
+        out += [
+            {"name": "dangling", "inputSchema": {"type": "object",
+                                                 "properties": {"a": {"$ref": "#/$defs/gone"}}}},
+            {"name": "not_object", "inputSchema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "deep", "inputSchema": _deep(100)},
+            {"name": "backtracking", "inputSchema": {"type": "object", "properties": {
+                "code": {"type": "string", "pattern": "^(a+)+$"}}}},
+            {"name": "string_schema", "inputSchema": "object"},
+        ]
+    return out
+
+
+def answer(request: dict[str, Any], mode: str, out: BinaryIO) -> None:
+    """Write the response to `request` (nothing for a notification)."""
+    ident, method = request.get("id"), request.get("method")
+    if ident is None:
+        return
+    head = json.dumps({"jsonrpc": "2.0", "id": ident})[:-1].encode()
+    if method in ("server/discover", "initialize"):
+        result: Any = {"capabilities": {"tools": {}}, "supportedVersions": ["2026-07-28"],
+                       "protocolVersion": "2026-07-28", "resultType": "complete",
+                       "cacheScope": "private", "ttlMs": 0,
+                       "serverInfo": {"name": "hostile", "version": "0"},
+                       "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "hostile", "version": "0"}}}
+    elif method == "tools/list":
+        result = {"tools": tools(mode), "resultType": "complete", "cacheScope": "private", "ttlMs": 0}
+    elif method == "tools/call":
+        name = request["params"]["name"]
+        args = request["params"].get("arguments") or {}
+        if name == "dump":
+            size = int(args.get("size", 0))
+            out.write(head + b',"result":{"content":[{"type":"text","text":"')
+            for start in range(0, size, len(PIECE)):
+                out.write(PIECE[: min(len(PIECE), size - start)])
+            out.write(b'"}],"isError":false,"resultType":"complete"}}\n')
+            out.flush()
+            return
+        if name == "block":
+            time.sleep(3600)
+        if name == "wait":
+            time.sleep(float(args.get("seconds", 1)))
+        result = {"content": [{"type": "text", "text": str(args.get("text", "done"))}], "isError": False,
+                  "resultType": "complete"}
+    else:
+        out.write(head + b',"error":{"code":-32601,"message":"no such method"}}\n')
+        out.flush()
+        return
+    out.write(head + b',"result":' + json.dumps(result).encode() + b"}\n")
+    out.flush()
+
+
+def serve_stdio(mode: str) -> None:
+    out = sys.stdout.buffer
+    if mode == "junk":
+        out.write(b"Welcome! Server starting on stdio... (this is not JSON-RPC)\n")
+        out.flush()
+    if mode == "helper":
+        helper = subprocess.Popen(["sleep", "300"])
+        print(f"helper {helper.pid}", file=sys.stderr, flush=True)
+    for line in sys.stdin.buffer:
+        if line.strip():
+            answer(json.loads(line), mode, out)
+
+
+def serve_http(mode: str, port: int) -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            if request.get("id") is None:
+                self.send_response(202)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            answer(request, mode, self.wfile)
+
+        def do_GET(self) -> None:
+            self.send_response(405)
+            self.end_headers()
+
+        def do_DELETE(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", default="big")
+    parser.add_argument("--http", type=int, default=0)
+    options = parser.parse_args()
+    if options.http:
+        serve_http(options.mode, options.http)
+    else:
+        serve_stdio(options.mode)

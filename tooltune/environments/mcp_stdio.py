@@ -1,0 +1,195 @@
+"""The stdio transport of an MCP server started as a command: bounded reads, no process left behind.
+
+`stdio_transport` starts the server and yields the pair of streams the SDK's client session reads and
+writes (the SDK's transport interface), with these properties:
+
+- the server's stdout is read in chunks of up to `CHUNK_BYTES` (through a pipe enlarged to that size
+  where Linux allows) and split into messages by `mcp_wire.MessageCutter`: time linear in the bytes,
+  at most the cap of one message in memory, a message over the cap cut (`mcp_wire.Wire`);
+- text on stdout that is not MCP ends the session at once (`Wire.problem` says what it was);
+- the server runs in a session and process group of its own; on Linux it also gets SIGKILL when the
+  thread that started it (the connections' loop thread, which lives as long as the process) ends
+  (``prctl(PR_SET_PDEATHSIG)``), and its group is listed with the watchdog (`mcp_reaper.REAPER`);
+- on exit the server's stdin is closed, it has `EXIT_SECONDS` to exit, then its group gets SIGTERM and,
+  `EXIT_SECONDS` later, SIGKILL; whatever is left of the group (helpers of a server that exited) gets
+  SIGTERM and then SIGKILL too. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import IO, Any
+
+try:
+    import fcntl
+except ImportError:  # not POSIX
+    fcntl = None  # type: ignore[assignment]
+
+from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp_reaper import REAPER
+from tooltune.environments.mcp_wire import MessageCutter, Wire
+
+logger = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1 << 20
+"""Most bytes read from a server's stdout at once (and the pipe size asked for)."""
+EXIT_SECONDS = 2.0
+"""Time a server has to exit once its stdin is closed, and again after SIGTERM."""
+_PR_SET_PDEATHSIG = 1
+_F_SETPIPE_SZ = 1031
+
+
+def _child_setup() -> Callable[[], None] | None:
+    """What the server's process runs before the command on Linux: ask for SIGKILL when its parent
+    thread ends (and exit if the parent is already gone)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork, not in the child
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return setup
+
+
+def _enlarge(fd: int) -> None:
+    if fcntl is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), CHUNK_BYTES)
+    except OSError:  # above the user's pipe-size limit
+        pass
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to group `pgid`; whether the group still had a member."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition():
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+async def stop_process(proc: asyncio.subprocess.Process, pgid: int) -> None:
+    """End the server and its whole group (module docstring), every wait bounded."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    exited = await _until(lambda: proc.returncode is not None, EXIT_SECONDS)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if exited and not _signal_group(pgid, 0):
+            break
+        _signal_group(pgid, sig)
+        exited = await _until(lambda: proc.returncode is not None and not _signal_group(pgid, 0),
+                              EXIT_SECONDS)
+    if proc.returncode is None:
+        logger.warning("MCP server process %d is still alive after SIGKILL; abandoning it", proc.pid)
+    REAPER.forget(pgid)
+
+
+@asynccontextmanager
+async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | None,
+                          cwd: str = "") -> AsyncIterator[tuple[Any, Any]]:
+    """Start `server` (a command) in `cwd` (default: its own ``cwd``) and yield the SDK session's read
+    and write streams (module docstring). OSError when the command cannot be started."""
+    import anyio  # deferred: comes with mcp
+    from mcp import types as mcp_types  # deferred: mcp is optional
+    from mcp.client.stdio import get_default_environment  # deferred: mcp is optional
+    from mcp.shared.message import SessionMessage  # deferred: mcp is optional
+
+    read_fd, write_fd = os.pipe()
+    _enlarge(read_fd)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *server.command, stdin=asyncio.subprocess.PIPE, stdout=write_fd,
+            stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,
+            env=get_default_environment() | dict(server.env), cwd=cwd or server.cwd or None,
+            start_new_session=True, preexec_fn=_child_setup())
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        os.close(write_fd)
+    pgid = proc.pid
+    REAPER.register(pgid)
+    stdout = asyncio.StreamReader(limit=CHUNK_BYTES)
+    loop = asyncio.get_running_loop()
+    pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout),
+                                           os.fdopen(read_fd, "rb", 0))
+    to_session, read_stream = anyio.create_memory_object_stream[Any](0)
+    write_stream, from_session = anyio.create_memory_object_stream[Any](0)
+
+    async def deliver(message: Any) -> bool:
+        """Pass one message on; False when the session must end (a protocol violation)."""
+        out = wire.received(message)
+        if out is not None:
+            try:
+                parsed = mcp_types.jsonrpc_message_adapter.validate_json(out, by_name=False)
+            except ValueError:
+                wire.violation(out)
+                return False
+            await to_session.send(SessionMessage(parsed))
+        return not wire.problem
+
+    async def read() -> None:
+        cutter = MessageCutter(wire.cap)
+        try:
+            async with to_session:
+                while data := await stdout.read(CHUNK_BYTES):
+                    for message in cutter.feed(data):
+                        if not await deliver(message):
+                            return
+                rest = cutter.finish()
+                if rest is not None:
+                    await deliver(rest)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError):
+            pass
+
+    async def write() -> None:
+        assert proc.stdin is not None
+        try:
+            async with from_session:
+                async for item in from_session:
+                    wire.sent(item.message)
+                    text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    proc.stdin.write(text.encode() + b"\n")
+                    await proc.stdin.drain()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError, ConnectionError, OSError):
+            await to_session.aclose()
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            tasks.start_soon(write)
+            try:
+                yield read_stream, write_stream
+            finally:
+                tasks.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            pipe.close()
+            await stop_process(proc, pgid)
+            for stream in (read_stream, write_stream, to_session, from_session):
+                await stream.aclose()
