@@ -176,3 +176,66 @@ def test_prerollout_filter_skips_tasks_whose_episodes_all_succeed(
     first_epoch, later = started[:per_epoch], started[per_epoch:]
     assert first_epoch.count(solved.id) == 4 and len(later) >= 4
     assert solved.id not in later  # filtered before any rollout: its episodes were never generated
+
+
+def _doc_block(doc: str, first_line: str) -> str:
+    """The fenced block of `doc` whose first line starts with `first_line` (without the fences)."""
+    for block in doc.split("```")[1::2]:
+        body = block.split("\n", 1)[1] if "\n" in block else ""
+        if body.startswith(first_line):
+            return body
+    raise AssertionError(f"no block starting with {first_line!r}")
+
+
+def _command(block: str) -> list[str]:
+    import shlex
+
+    return shlex.split(block.replace("\\\n", " ").lstrip("$ ").split("\n")[0])[1:]  # without `tooltune`
+
+
+def test_the_documented_mcp_training_command_runs_as_written(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """docs/environments.md: the to-do server, its tasks, `tooltune data tasks mcp` and `tooltune train`
+    as written, on a quickstart-like `runs/quickstart/train.yaml` (SFT on, single-step data.val) of the
+    test-size model."""
+    import os
+    import sys
+
+    from tooltune.cli import main
+    from tooltune.schema import read_jsonl, write_jsonl
+    from tooltune.training.config import dump_config
+
+    pytest.importorskip("mcp")
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    Path("todo_server.py").write_text(_doc_block(doc, '"""A to-do list served over MCP'))
+    Path("todo_tasks.jsonl").write_text(_doc_block(doc, '{"id": "todo-1"'))
+    assert main(_command(_doc_block(doc, "$ tooltune data tasks mcp"))) == 1  # one line rejected, as shown
+    assert len(read_jsonl("todo_train.jsonl")) == 3
+    single = [Sample(id=f"qs-val-{i:05d}", source="t", category="simple",
+                     messages=[{"role": "user", "content": f"f {i}"}],
+                     tools=[{"name": "f", "description": "", "parameters": {"type": "object", "properties": {
+                         "x": {"type": "integer"}}}}], answer=[{"name": "f", "arguments": {"x": i}}])
+              for i in range(4)]
+    Path("runs/quickstart/data").mkdir(parents=True)
+    write_jsonl(single, "runs/quickstart/data/train.jsonl")
+    write_jsonl(single, "runs/quickstart/data/val.jsonl")
+    quickstart = agentic_config(tiny_model_dir, Path("runs/quickstart/reproduce"), **{
+        "agentic.enabled": False, "reward.components": {"binary": 1.0}, "sft.enabled": True,
+        "sft.max_steps": 1, "data.train": "runs/quickstart/data/train.jsonl",
+        "data.val": "runs/quickstart/data/val.jsonl", "grpo.num_generations": 2, "grpo.max_steps": 1,
+        "grpo.per_device_batch_size": 4, "grpo.max_completion_length": 16, "agentic.max_turns": 2,
+        "diagnostics.eval_samples": 2, "diagnostics.eval_max_new_tokens": 8})
+    dump_config(quickstart, Path("runs/quickstart/train.yaml"))
+    train = _command(_doc_block(doc, "tooltune train --config runs/quickstart/train.yaml --agentic"))
+    # without data.val the quickstart's single-step rows would be the held-out tasks: refused at once
+    at = train.index("--data.val")
+    assert main(train[:at] + train[at + 2 :]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "data.val: sample 'qs-val-00000'" in err[0] and "bug" not in err[0]
+    assert main(train) == 0
+    summary = json.loads(Path("runs/todo/summary.json").read_text())
+    assert summary["grpo"]["steps"] == 1 and "sft" not in summary
+    assert len(summary["grpo"]["heldout_episode_success"]) == 1  # the held-out curve: episode success

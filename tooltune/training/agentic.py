@@ -22,6 +22,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from tooltune.config import ConfigError
+from tooltune.environments import TaskError, environment_of
 from tooltune.generation import (
     Episode,
     ToolSuffix,
@@ -50,6 +52,24 @@ def task_from_row(row: dict[str, Any]) -> Sample:
         answer=calls_from_any(row.get("answer") or []),
         meta=dict(meta),
     )
+
+
+def check_task_rows(rows: Sequence[dict[str, Any]], key: str, environment: str = "") -> None:
+    """Refuse rows that are not environment tasks, naming `key` (the config key of their file) and the
+    first such sample: agentic training runs an episode on every training row and scores its held-out
+    curve by episodes on every validation row. With `environment` (``agentic.environment``) a row needs
+    ``meta.env`` but not its name."""
+    for row in rows:
+        task = task_from_row(row)
+        try:
+            if environment and not isinstance(task.meta.get("env"), dict):
+                raise TaskError(f"sample {task.id!r}: meta.env is missing (not an environment task)")
+            if not environment:
+                environment_of(task)
+        except TaskError as exc:
+            raise ConfigError(
+                f"{key}: {exc}; agentic training runs episodes on {key}, so it must hold environment tasks "
+                "(tooltune data tasks bfcl|synthetic_chain|mcp)") from None
 
 
 class AgenticRollout:

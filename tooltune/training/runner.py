@@ -36,7 +36,7 @@ from tooltune.prompts import check_history_reasoning, check_tool_support, get_te
 from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, check_inputs, write_identity
 from tooltune.training import lora
-from tooltune.training.agentic import AgenticRollout, EpisodeScorer
+from tooltune.training.agentic import AgenticRollout, EpisodeScorer, check_task_rows
 from tooltune.training.config import (
     ConfigError,
     TrainConfig,
@@ -238,6 +238,9 @@ def _train(
     if val_rows is None and cfg.data.val:
         val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
     val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
+    if cfg.agentic.enabled and cfg.grpo.enabled:  # before SFT: the episodes need tasks on both files
+        check_task_rows(rows, "data.train", cfg.agentic.environment)
+        check_task_rows(val_rows, "data.val", cfg.agentic.environment)
     run_dir.mkdir(parents=True, exist_ok=True)
     if _is_main():  # only the main process writes run files: its run.json comes first
         dump_config(cfg, run_dir / "config.yaml")
