@@ -231,3 +231,68 @@ def test_any_step_text_keeps_the_episode_consistent(text: str) -> None:
     assert rec.turns == len(rec.texts) <= 3 and rec.well_formed <= rec.turns
     assert rec.calls == sum(len(s.results) for turn in rec.turn_steps for s in turn)
     assert all(not s.results or len(s.results) == len(s.calls or []) for turn in rec.turn_steps for s in turn)
+
+
+class SlowTools:
+    """An executor whose calls sleep and log (episode, call, start, end, thread); `concurrency` as the
+    `mcp` environment sets it, or None (the caller's thread)."""
+
+    def __init__(self, name: str, log: list, concurrency: tuple[str, int] | None, seconds: float = 0.05):
+        self.name, self.log, self.concurrency, self.seconds = name, log, concurrency, seconds
+        self.tools: list = []
+
+    def step(self, call: ToolCall) -> ToolResult:
+        import threading
+        import time
+
+        start = time.perf_counter()
+        time.sleep(self.seconds)
+        self.log.append((self.name, call.arguments["i"], start, time.perf_counter(),
+                         threading.current_thread().name))
+        return ToolResult(f"{self.name}:{call.arguments['i']}")
+
+
+def slow_runs(tasks: list[Sample], log: list, concurrency: tuple[str, int] | None) -> list[EpisodeRun]:
+    return [EpisodeRun(SlowTools(f"e{k}", log, concurrency), MessageContext(EpisodeConfig(), f"e{k}"),
+                       Questions(tasks[k]), StopRules(step_limit=2), step_decoder(TEMPLATE), f"e{k}")
+            for k in range(8)]
+
+
+def in_flight_at_most(log: list) -> int:
+    """The most calls that overlapped in time."""
+    edges = sorted([(s, 1) for _, _, s, _, _ in log] + [(e, -1) for _, _, _, e, _ in log])
+    now = peak = 0
+    for _, d in edges:
+        now += d
+        peak = max(peak, now)
+    return peak
+
+
+def test_calls_of_different_episodes_run_side_by_side_within_the_server_limit(tasks: list[Sample]) -> None:
+    """The figure: 8 episodes x 3 calls, at most 4 in flight per server; each episode's calls in order
+    on one worker thread (the bench measures 8 x 2 s calls finishing in about 2 s)."""
+    calls = render_answer([ToolCall("f", {"i": i}) for i in range(3)], TEMPLATE)
+    log: list = []
+    backend, _ = play({(0, 0): calls})
+    runs = slow_runs(tasks, log, ("server-a", 4))
+    drive(runs, backend)
+    assert len(log) == 24 and 1 < in_flight_at_most(log) <= 4
+    for k in range(8):
+        mine = [entry for entry in log if entry[0] == f"e{k}"]
+        assert [entry[1] for entry in mine] == [0, 1, 2]  # the episode's own order
+        assert all(a[3] <= b[2] for a, b in zip(mine, mine[1:], strict=False))  # one after another
+        assert len({entry[4] for entry in mine}) == 1 and mine[0][4].startswith("tooltune-tools")
+        results = [r.content for r in runs[k].record.turn_steps[0][0].results]
+        assert results == [f"e{k}:0", f"e{k}:1", f"e{k}:2"]
+        assert any(m["role"] == "tool" and m["content"] == f"e{k}:2" for m in runs[k].context.history)
+
+
+def test_executors_without_concurrency_run_their_calls_on_the_callers_thread(tasks: list[Sample]) -> None:
+    import threading
+
+    calls = render_answer([ToolCall("f", {"i": 0})], TEMPLATE)
+    log: list = []
+    backend, _ = play({(0, 0): calls})
+    drive(slow_runs(tasks, log, None), backend)
+    assert len(log) == 8 and in_flight_at_most(log) == 1
+    assert {entry[4] for entry in log} == {threading.current_thread().name}

@@ -77,6 +77,10 @@ class Environment(ABC):
     name: ClassVar[str] = ""
     step_seconds: float = STEP_SECONDS
     """Time budget of one step in seconds (0: none); set it on an instance to change it."""
+    concurrency: tuple[str, int] | None = None
+    """``(key, limit)`` when this environment's steps may run on a worker thread, next to other
+    episodes' steps, at most ``limit`` at once per ``key`` (`tooltune.generation.tool_calls`); None:
+    on the caller's thread, where the step budget's alarm can interrupt pure Python code."""
 
     def __init__(self) -> None:
         self.task: Sample | None = None

@@ -36,14 +36,17 @@ tools forever must not run forever.
 `Episode` records every step of every turn: raw text (`Episode.turn_texts`, the layout replay
 backends and predictions files use), decoded calls, tool results, the stop reason, and the token
 trajectory in the token view. `drive` runs many episodes, `parallel` at a time, one batched generate per
-round (and one for user simulators). Judging the episode is the caller's: `env.outcome` for training
-tasks (`run_episodes`), the official checkers for the benchmarks.
+round (and one for user simulators). The tool calls of a round run side by side across episodes when
+their executors allow it (`run_tool_calls`): a round costs about its slowest episode's calls, not the
+sum; each episode's own calls keep their order. Judging the episode is the caller's: `env.outcome`
+for training tasks (`run_episodes`), the official checkers for the benchmarks.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +54,7 @@ from typing import Any, Protocol, TypeVar
 
 from tooltune.environments import Outcome, ToolResult
 from tooltune.generation.backends import Backend, GenerationRequest
+from tooltune.generation.tool_calls import TOOL_THREADS, run_tool_calls
 from tooltune.parsing import Grammar, parse_calls, parse_completion
 from tooltune.schema import Parsed, ToolCall, ToolSpec
 
@@ -136,7 +140,11 @@ def tool_messages(calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> l
 
 
 class Executor(Protocol):
-    """What an episode runs calls on: an `Environment`, or a benchmark's own executor."""
+    """What an episode runs calls on: an `Environment`, or a benchmark's own executor. One whose
+    ``concurrency`` attribute is ``(key, limit)`` lets `drive` run its calls on a worker thread, side
+    by side with other episodes' calls, at most ``limit`` at once per ``key`` (one server); without it
+    (or None) its calls run on the caller's thread (an environment whose step budget interrupts pure
+    Python code needs the main thread)."""
 
     @property
     def tools(self) -> list[ToolSpec]: ...
@@ -329,6 +337,12 @@ class EpisodeRun:
 
     def feed(self, out: str | TokenStep) -> None:
         """One model step: record it, stop or execute its calls, send the results back."""
+        if self.begin(out):
+            self.run_calls()
+            self.complete()
+
+    def begin(self, out: str | TokenStep) -> bool:
+        """Record one model step; whether it has calls to run (`run_calls`, then `complete`)."""
         rec = self.record
         text, ended = self.context.add_step(self, out)
         parsed = self.decode(text)
@@ -338,19 +352,36 @@ class EpisodeRun:
         self._count(text)
         if not ended:
             self._stop("cut")
-            return
+            return False
         self.context.add_reply(self, text, parsed)
         calls = parsed.calls
         if not calls:
             if not self.done:
                 end = "answer" if calls is not None else "unreadable"
                 self._follow(self.dialogue.after_answer(self, step), end)
-            return
-        if self.done:  # a finish phrase next to calls: nothing runs
-            return
+            return False
+        return not self.done  # a finish phrase next to calls: nothing runs
+
+    def run_calls(self, gate: threading.Semaphore | None = None) -> None:
+        """Execute the current step's calls in order on the executor, each inside `gate` when given (a
+        server's limit of calls at once); touches only this episode, so episodes may run it on
+        threads of their own."""
+        step = self.record.turn_steps[-1][-1]
         t0 = time.perf_counter()
-        step.results = [self.executor.step(c) for c in calls]
-        rec.tool_seconds += time.perf_counter() - t0
+        results = []
+        for call in step.calls or []:
+            if gate is None:
+                results.append(self.executor.step(call))
+            else:
+                with gate:
+                    results.append(self.executor.step(call))
+        step.results = results
+        self.record.tool_seconds += time.perf_counter() - t0
+
+    def complete(self) -> None:
+        """Send the current step's results back and apply the stop rules."""
+        rec, step = self.record, self.record.turn_steps[-1][-1]
+        calls = step.calls or []
         rec.calls += len(calls)
         rec.tool_errors += sum(r.error for r in step.results)
         self._count(results=step.results)
@@ -369,12 +400,14 @@ def drive(
     on_done: Callable[[R], None] | None = None,
     user: Backend | None = None,
     parallel: int = 0,
+    tool_threads: int = TOOL_THREADS,
 ) -> None:
     """Run `runs` to their end, `parallel` at a time (0: all), taken from the iterable as room frees up.
 
     Each round: one batched call to `model` for every episode waiting for a model step (a `Backend`
-    for message-view episodes, a `Generate` for token-view ones), then one to `user` for every
-    episode waiting for its user simulator; finished episodes go to `on_done` in order."""
+    for message-view episodes, a `Generate` for token-view ones), the calls of those steps
+    (`run_tool_calls`, `tool_threads` at once), then one call to `user` for every episode waiting for
+    its user simulator; finished episodes go to `on_done` in order."""
     pending = iter(runs)
     active: list[R] = []
     exhausted = False
@@ -390,8 +423,10 @@ def drive(
         steppers = [r for r in active if r.wants() == "model"]
         speakers = [r for r in active if r.wants() == "user"]
         if steppers:
-            for r, out in zip(steppers, _generate(model, steppers), strict=True):
-                r.feed(out)
+            calling = [r for r, out in zip(steppers, _generate(model, steppers), strict=True) if r.begin(out)]
+            run_tool_calls(calling, tool_threads)
+            for r in calling:
+                r.complete()
         if speakers:
             if user is None:
                 raise ValueError(f"episode {speakers[0].id!r} waits for a user simulator, and none was given")
