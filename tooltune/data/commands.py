@@ -31,6 +31,8 @@ from tooltune.prompts import PromptControls, grammar_for
 EXIT_FAILED_CHECK = 1
 """`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
 EXIT_UNAVAILABLE = 2
+PACKAGED = ("bfcl", "toolrl")
+"""Sources whose input defaults to data that comes with a package (bfcl-eval's, tooltune's own)."""
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     data = subparsers.add_parser("data", help="Convert, filter, split and export tool-calling datasets.")
@@ -45,14 +47,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--source",
         action="append",
         default=None,
-        help="xlam | toolace | bfcl | apibank | acebench | jsonl (repeat with --input for several)",
+        help="xlam | toolace | toolrl | bfcl | apibank | acebench | jsonl (repeat with --input for several)",
     )
     p.add_argument(
         "--input",
         action="append",
         default=[],
         help="file, folder or hf:<dataset id>, one per --source in order (bfcl defaults to the "
-        "bfcl-eval package data)",
+        "bfcl-eval package data, toolrl to the copy of ToolRL's rlla_sft.json shipped with tooltune)",
     )
     p.add_argument("--overwrite", action="store_true",
                    help="replace the prepared set already in --out (refused without it)")
@@ -136,8 +138,10 @@ def _refuse_overwrite(out: str, key: str, overwrite: bool) -> None:
 
 
 def _prepare(args: argparse.Namespace) -> int:
+    from tooltune.data.decontaminate import describe_overlaps
     from tooltune.data.pipeline import format_table, prepare
     from tooltune.data.sources import SourceUnavailable
+    from tooltune.data.stats import total
 
     given = config_mechanism.given_overrides(args)
     cfg = config_mechanism.load(PrepareConfig, args.config, given)
@@ -145,7 +149,7 @@ def _prepare(args: argparse.Namespace) -> int:
     if args.source:
         cfg.sources = []
         for i, name in enumerate(args.source):
-            spec = args.input[i] if i < len(args.input) else ("package" if name == "bfcl" else None)
+            spec = args.input[i] if i < len(args.input) else ("package" if name in PACKAGED else None)
             if spec is None:
                 raise ConfigError(f"--source {name}: needs an --input (one --input per --source, in order)")
             cfg.sources.append((name, spec))
@@ -168,6 +172,8 @@ def _prepare(args: argparse.Namespace) -> int:
         print(f"tooltune data prepare: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     print(format_table(stats))
+    if cfg.decontaminate:
+        print(describe_overlaps(total(stats).samples_rejected))
     print(f"wrote {cfg.out}/train.jsonl, val.jsonl, rejected.jsonl, stats.json")
     return 0
 

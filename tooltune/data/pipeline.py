@@ -37,6 +37,7 @@ import yaml
 from tqdm import tqdm
 
 from tooltune.config import option
+from tooltune.data.decontaminate import BenchmarkIndex, load_index, overlap_counts
 from tooltune.data.sources import RecordError, Rejection, get_source
 from tooltune.data.sources.base import RawRecord, as_record_error, describe, infer_category
 from tooltune.data.stats import SourceStats, format_table, total
@@ -80,6 +81,14 @@ class PrepareConfig:
         "unknown",
         "off | unknown (reject arguments the tool lacks) | strict (also missing required ones)",
         CHECK_ARGUMENTS,
+    )
+    decontaminate: bool = option(
+        False, "reject samples whose user turns copy a user turn of BFCL, API-Bank or ACEBench (equal, "
+        "contained, or a shared 13-word run; reasons benchmark_overlap_<name>; docs/data.md)"
+    )
+    eval_data: str | None = option(
+        None, "folder holding apibank/ and acebench/ for decontaminate (default: $TOOLTUNE_DATA_DIR); "
+        "BFCL's turns come from the bfcl-eval package"
     )
     hub_split: str = option("train", "split to load for hf:<id> inputs")
     limit: int | None = option(None, "stop after this many records per source", min=0)
@@ -259,6 +268,7 @@ def prepare(config: PrepareConfig) -> dict[str, SourceStats]:
         raise ValueError(f"check_arguments must be one of {CHECK_ARGUMENTS}")
     if not config.sources:
         raise ValueError("no sources given")
+    index = load_index(config.eval_data) if config.decontaminate else None  # before anything is written
     writer = _Writer(config.out)
     stats: dict[str, SourceStats] = {}
     seen: dict[bytes, str] = {}
@@ -266,7 +276,7 @@ def prepare(config: PrepareConfig) -> dict[str, SourceStats]:
     try:
         for name, spec in config.sources:
             st = stats.setdefault(name, SourceStats())
-            _run_source(name, spec, config, st, writer, seen)
+            _run_source(name, spec, config, st, writer, seen, index)
         for st in stats.values():
             st.check()
         ok = True
@@ -278,6 +288,10 @@ def prepare(config: PrepareConfig) -> dict[str, SourceStats]:
                 "config": _config_dict(config),
                 "sources": {k: v.to_dict() for k, v in stats.items()},
                 "total": total(stats).to_dict(),
+                **({"decontamination": {
+                    "benchmark_user_turns": dict(index.turns),
+                    "samples_rejected": overlap_counts(total(stats).samples_rejected),
+                }} if index is not None else {}),
             },
             f,
             indent=2,
@@ -320,16 +334,19 @@ def _convert(
 
 
 def _check(
-    item: Sample, rec: RawRecord, config: PrepareConfig, logged: set[str]
+    item: Sample, rec: RawRecord, config: PrepareConfig, logged: set[str], index: BenchmarkIndex | None
 ) -> tuple[Rejection | None, str, bytes | None]:
     """(why the sample is refused or None, its JSON line, its dedupe key); never raises.
 
     Refused: values no record may hold (non-finite numbers, nesting deeper than `MAX_RECORD_DEPTH`),
-    then Tool-N1's filters (`check_sample`). Whatever a hostile sample raises is its rejection.
+    then Tool-N1's filters (`check_sample`), then a copy of a benchmark's user turn (`index`, when
+    decontaminating). Whatever a hostile sample raises is its rejection.
     """
     try:
         line = dumps_record(item.to_dict(), where="")
         rej = check_sample(item, config.check_arguments)
+        if rej is None and index is not None:
+            rej = index.check(item)
         key = dedupe_key(item) if rej is None and config.dedupe else None
     except Exception as e:  # a hostile sample must not stop the run: it is rejected with the cause
         err = _fault(e, rec, logged)
@@ -342,7 +359,8 @@ def _raw_payload(rec: RawRecord) -> dict[str, Any]:
 
 
 def _run_source(
-    name: str, spec: str, config: PrepareConfig, st: SourceStats, writer: _Writer, seen: dict[bytes, str]
+    name: str, spec: str, config: PrepareConfig, st: SourceStats, writer: _Writer, seen: dict[bytes, str],
+    index: BenchmarkIndex | None,
 ) -> None:
     module = get_source(name)
     options = _convert_options(module, config)
@@ -376,7 +394,7 @@ def _run_source(
                 rej, line, key = item, "", None
             else:
                 item.meta.setdefault("position", rec.position)
-                rej, line, key = _check(item, rec, config, logged)
+                rej, line, key = _check(item, rec, config, logged, index)
             if key is not None:
                 if key in seen:
                     rej = Rejection("duplicate", "", f"same prompt, tools and answer as {seen[key]}", item.id)

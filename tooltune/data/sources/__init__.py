@@ -13,7 +13,7 @@ from types import ModuleType
 
 from tooltune.data.sources.base import DataFileError, RawRecord, RecordError, Rejection, SourceUnavailable
 
-SOURCES = ("xlam", "toolace", "bfcl", "apibank", "acebench", "jsonl")
+SOURCES = ("xlam", "toolace", "toolrl", "bfcl", "apibank", "acebench", "jsonl")
 
 __all__ = [
     "SOURCES",
