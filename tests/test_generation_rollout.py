@@ -204,3 +204,24 @@ def test_training_mode_is_restored(model: torch.nn.Module) -> None:
         assert model.training
     finally:
         model.eval()
+
+
+def test_backend_episode_turns_reuse_the_cache_and_equal_a_full_prefill(tiny_model_dir) -> None:
+    from tooltune.generation.backends import GenerationRequest, make_backend
+
+    cached = make_backend("hf", model_path=tiny_model_dir, batch_size=2)
+    fresh = make_backend("hf", model_path=tiny_model_dir, batch_size=2, prefix_cache_tokens=0)
+    forced = make_backend("hf", model_path=tiny_model_dir, batch_size=2, rollout_path="generate")
+    tok = cached.tokenizer
+    contexts = [tok.encode(t, add_special_tokens=False) for t in ("hi", "a longer prompt here", "book it")]
+    tool = tok.encode(" result: ok", add_special_tokens=False)
+    for _ in range(3):  # three turns, each context extended by its completion and a tool result
+        got, _ = cached.generate_ids(contexts, 5)
+        assert got == fresh.generate_ids(contexts, 5)[0] == forced.generate_ids(contexts, 5)[0]
+        contexts = [c + g + tool for c, g in zip(contexts, got, strict=True)]
+    assert cached.prefix_cache.hits == 6 and fresh.prefix_cache is None
+    request = GenerationRequest([{"role": "user", "content": "hello"}], n=3, max_new_tokens=4)
+    texts = cached.generate([request])[0]  # greedy, n > 1: three equal texts (generate refuses n > 1)
+    assert len(texts) == 3 and len(set(texts)) == 1 and forced.generate([request])[0] == texts
+    with pytest.raises(ValueError, match="rollout_path"):
+        make_backend("hf", model_path=tiny_model_dir, rollout_path="fast")

@@ -26,9 +26,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 TOOLTUNE_CLASSES = tuple(c for c in ToolTuneGRPOTrainer.__mro__ if c.__module__.startswith("tooltune."))
-# the shared-prefix and epoch mixins hold most overrides: each must be one of them
-assert {c.__name__ for c in TOOLTUNE_CLASSES} >= {"ToolTuneGRPOTrainer", "SharedPrefixHooks", "EpochHooks"}
-"""The trainer and its mixins (the shared-prefix and epoch hooks)."""
+# the shared-prefix, epoch and rollout mixins hold most overrides: each must be one of them
+assert {c.__name__ for c in TOOLTUNE_CLASSES} >= {"ToolTuneGRPOTrainer", "SharedPrefixHooks", "EpochHooks",
+                                                  "RolloutHooks"}
+"""The trainer and its mixins (the shared-prefix, epoch and rollout hooks)."""
 
 
 def overridden() -> set[str]:

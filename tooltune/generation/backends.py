@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from tooltune.generation.predictions import read_predictions
+from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, sample
 from tooltune.models.loading import load_model_and_tokenizer
 from tooltune.parsing import get_grammar
 from tooltune.prompts import encode_chat, render_answer
@@ -76,11 +77,16 @@ class MissingPrediction(BackendError, KeyError):
 class HFBackend:
     """Batched generation with a local `transformers` causal LM through its chat template.
 
-    Prompts are left-padded so that every row ends at the generation point. Requests are grouped by
-    their sampling settings (n, temperature, max_new_tokens, seed); each group is generated after
-    `torch.manual_seed(seed)`, so a seeded request gives the same text for the same batch composition.
-    `prefix` is appended after the generation prompt and is not repeated in the output; a request's
-    `tools` go to the chat template.
+    Completions come from `tooltune.generation.rollout.sample`: each prompt of a batch is prefilled once
+    and its n completions decoded on copies of its cache (``rollout_path`` "auto" / "group_prefill"), or
+    transformers' ``generate`` runs (``rollout_path="generate"``, and models without a plain KV cache).
+    Requests are grouped by their sampling settings (n, temperature, max_new_tokens, seed); a seeded
+    group draws from a generator seeded with it, so a seeded request gives the same text for the same
+    batch composition. `prefix` is appended after the generation prompt and is not repeated in the
+    output; a request's `tools` go to the chat template. Episodes (`generate_ids`) keep the keys of each
+    context in a `PrefixCache` of at most `prefix_cache_tokens` tokens (0 = none), so a turn prefills
+    only what was appended since the previous one; the cache assumes fixed weights (`prefix_cache.clear()`
+    after the model changes).
     """
 
     def __init__(
@@ -92,6 +98,8 @@ class HFBackend:
         model: Any = None,
         tokenizer: Any = None,
         name: str | None = None,
+        rollout_path: str = "auto",
+        prefix_cache_tokens: int = 16384,
     ) -> None:
         if model is None or tokenizer is None:
             if model_path is None:
@@ -103,7 +111,11 @@ class HFBackend:
             tokenizer.pad_token = tokenizer.eos_token
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if rollout_path not in PATHS:
+            raise ValueError(f"rollout_path must be one of {PATHS}, got {rollout_path!r}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.rollout_path = rollout_path
+        self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.name = name or f"hf:{model_path or getattr(model, 'name_or_path', 'model')}"
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
         if eos is None:
@@ -146,60 +158,37 @@ class HFBackend:
         return text.replace(pad, "") if pad else text
 
     def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
-        import torch  # deferred: torch is heavy and only this backend needs it
-
         out: list[list[str]] = [[] for _ in requests]
         groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault((r.n, float(r.temperature), r.max_new_tokens, r.seed), []).append(i)
-        padding_side = self.tokenizer.padding_side
-        self.tokenizer.padding_side = "left"
-        try:
-            for (n, temperature, max_new, seed), idx in groups.items():
-                for start in range(0, len(idx), self.batch_size):
-                    chunk = idx[start : start + self.batch_size]
-                    texts = [self.prompt_text(requests[i]) for i in chunk]
-                    enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-                    enc = {k: v.to(self.model.device) for k, v in enc.items()}
-                    self._check_length(enc["input_ids"].shape[1] + max_new)
-                    if seed is not None:
-                        torch.manual_seed(seed)
-                    kwargs: dict[str, Any] = {"max_new_tokens": max_new, "num_return_sequences": n,
-                                              "pad_token_id": self.tokenizer.pad_token_id}
-                    if temperature > 0:
-                        kwargs.update(do_sample=True, temperature=temperature, top_p=1.0, top_k=0)
-                    else:
-                        kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
-                    with torch.no_grad():
-                        gen = self.model.generate(**enc, **kwargs)
-                    new = gen[:, enc["input_ids"].shape[1] :].tolist()
-                    for j, i in enumerate(chunk):
-                        out[i] = [self._decode(ids) for ids in new[j * n : (j + 1) * n]]
-        finally:
-            self.tokenizer.padding_side = padding_side
+        for (n, temperature, max_new, seed), idx in groups.items():
+            sampling = Sampling(max_new, temperature=max(temperature, 0.0), seed=seed)
+            for start in range(0, len(idx), self.batch_size):
+                chunk = idx[start : start + self.batch_size]
+                prompts = [self.prompt_ids(requests[i]) for i in chunk]
+                self._check_length(max(map(len, prompts)) + max_new)
+                got = sample(self.model, prompts, n, sampling, pad_id=self.tokenizer.pad_token_id,
+                             stop_ids=self._stop_ids, path=self.rollout_path)
+                for j, i in enumerate(chunk):
+                    out[i] = [self._decode(ids) for ids in got.ids[j * n : (j + 1) * n]]
         return out
 
     def generate_ids(
         self, contexts: Sequence[Sequence[int]], max_new_tokens: int
     ) -> tuple[list[list[int]], None]:
-        """Greedy continuations of token-id contexts, left-padded batches of `batch_size`, each cut
-        after the tokenizer's EOS (kept): the token view of agentic episodes
-        (`tooltune.generation.trajectories`), whose trajectories are the exact ids the model wrote.
-        No log-probs (the second item is None)."""
-        import torch  # deferred: torch is heavy and only this backend needs it
-
-        pad, eos = self.tokenizer.pad_token_id, self.tokenizer.eos_token_id
+        """Greedy continuations of token-id contexts, `batch_size` at a time, each cut after the tokenizer's
+        EOS (kept): the token view of agentic episodes (`tooltune.generation.trajectories`), whose
+        trajectories are the exact ids the model wrote. A context that extends one seen before (the same
+        episode's previous turn) prefills only its new tokens (`prefix_cache`). No log-probs (the second
+        item is None)."""
+        stop = {self.tokenizer.eos_token_id}
         out: list[list[int]] = []
         for start in range(0, len(contexts), self.batch_size):
-            chunk = [list(c) for c in contexts[start : start + self.batch_size]]
-            width = max(len(c) for c in chunk)
-            ids = torch.tensor([[pad] * (width - len(c)) + c for c in chunk]).to(self.model.device)
-            mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunk]).to(self.model.device)
-            with torch.no_grad():
-                gen = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                          do_sample=False, pad_token_id=pad, eos_token_id=eos)
-            for row in gen[:, width:].tolist():
-                out.append(row[: row.index(eos) + 1] if eos in row else row)
+            got = sample(self.model, contexts[start : start + self.batch_size], 1, Sampling(max_new_tokens),
+                         pad_id=self.tokenizer.pad_token_id, stop_ids=stop, path=self.rollout_path,
+                         prefix_cache=self.prefix_cache)
+            out.extend(got.ids)
         return out, None
 
 

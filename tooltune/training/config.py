@@ -191,6 +191,16 @@ class GRPOSection:
         "packed elsewhere, chosen per call and logged.",
         ("auto", "kv_cache", "packed"),
     )
+    rollout_path: str = option(
+        "auto",
+        "How rollouts are generated without vLLM: group_prefill = each distinct prompt prefilled once and "
+        "its completions decoded together on pre-sized KV buffers, an episode's turns reusing the previous "
+        "turn's keys (same greedy tokens as generate); generate = TRL's transformers generate (every copy "
+        "of a prompt prefilled); auto = group_prefill where the model and the sampling settings allow it "
+        "(a plain KV cache; no min_p, repetition penalty or extra generation kwargs), generate elsewhere, "
+        "logged with its reason.",
+        ("auto", "group_prefill", "generate"),
+    )
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
     vllm_server_base_url: str = option("", "vLLM server URL for vllm_mode=server (trl vllm-serve).")

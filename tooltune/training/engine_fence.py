@@ -1,8 +1,9 @@
 """The TRL and transformers versions the GRPO trainer supports, and the private methods it relies on.
 
-`ToolTuneGRPOTrainer` (with `SharedPrefixHooks`) overrides private methods of TRL's `GRPOTrainer` and of
-transformers' `Trainer`, and the agentic rollout calls two more. Their signatures and meaning change
-between releases without notice, so the supported versions are a closed range (`SUPPORTED`, the same
+`ToolTuneGRPOTrainer` (with `SharedPrefixHooks`, `EpochHooks` and `RolloutHooks`) overrides private
+methods of TRL's `GRPOTrainer` and of transformers' `Trainer` (the agentic rollout calls one of them,
+`_generate_single_turn`), and calls one more. Their signatures and meaning change between releases
+without notice, so the supported versions are a closed range (`SUPPORTED`, the same
 range as in pyproject.toml) and `check_engine_versions` refuses any other at the start of a run, with one
 line naming the supported range. `PRIVATE_METHODS` records each method's parameters in the supported
 versions; tests/test_training_engine_fence.py checks them against the installed packages and checks that
@@ -34,10 +35,13 @@ SUPPORTED: dict[str, tuple[str, str]] = {
 """package -> (lowest supported version, first unsupported version)."""
 
 PRIVATE_METHODS: dict[str, str] = {
-    # overridden by ToolTuneGRPOTrainer / SharedPrefixHooks
+    # overridden by ToolTuneGRPOTrainer / SharedPrefixHooks / EpochHooks / RolloutHooks
     "_calculate_rewards": "self, inputs, prompts, completions, completion_ids_list",
     "_compute_loss": "self, model, inputs",
     "_generate_and_score_completions": "self, inputs",
+    "_generate_single_turn": (
+        "self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False"
+    ),
     "_get_per_token_logps_and_entropies": (
         "self, model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, "
         "compute_aux_loss=False, pixel_values=None, image_grid_thw=None, num_images=None, "
@@ -60,9 +64,6 @@ PRIVATE_METHODS: dict[str, str] = {
     "set_initial_training_values": "self, args, dataloader",
     "training_step": "self, model, inputs, num_items_in_batch",
     # called, not overridden
-    "_generate_single_turn": (
-        "self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False"
-    ),
     "_get_output_dir": "self, trial",
 }
 """Method of `trl.GRPOTrainer` (or a base class) -> its parameters (names and defaults, annotations left

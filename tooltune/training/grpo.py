@@ -19,6 +19,8 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
   column) render each prompt with its own tools; other rows go through TRL's tokenization.
 - `_get_per_token_logps_and_entropies` / `_prepare_inputs`: the shared-prefix update
   (`grpo.shared_prefix`, `grpo.shared_prefix_path`, in `tooltune.training.shared_prefix_hooks`).
+- `_generate_single_turn`: rollouts that prefill each prompt once (`grpo.rollout_path`, in
+  `tooltune.training.rollout_hooks`).
 
 These hooks are private methods of TRL and transformers: `tooltune.training.engine_fence` names them with
 the signatures they have in the supported versions, and the trainer refuses other versions at start.
@@ -49,19 +51,21 @@ from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
 from tooltune.training.epochs import EpochRepeatSampler
+from tooltune.training.rollout_hooks import RolloutHooks
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
 from tooltune.training.shared_prefix_hooks import SharedPrefixHooks
 
 logger = logging.getLogger(__name__)
 
 
-class ToolTuneGRPOTrainer(SharedPrefixHooks, EpochHooks, GRPOTrainer):
+class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrainer):
     """GRPOTrainer + pre-rollout filtering + down-sampling + per-step diagnostics.
 
     Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
     per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
     `region_fn` (completion ids -> region codes for the entropy split, or None), `shared_prefix` and
-    `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix_hooks`). After `train()`,
+    `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix_hooks`), `rollout_path`
+    ("auto" | "group_prefill" | "generate", `rollout_hooks`). After `train()`,
     `tt_stop_reason` says why training ended before its planned end (the filter skipped every prompt),
     or is None.
     """
@@ -76,9 +80,11 @@ class ToolTuneGRPOTrainer(SharedPrefixHooks, EpochHooks, GRPOTrainer):
         region_fn: Any = None,
         shared_prefix: bool = False,
         shared_prefix_path: str = "auto",
+        rollout_path: str = "auto",
         **kwargs: Any,
     ) -> None:
         check_engine_versions()
+        self.tt_rollout_path = rollout_path
         self.tt_filter = prompt_filter
         self.tt_shared_prefix = shared_prefix
         self.tt_shared_prefix_path = shared_prefix_path

@@ -296,6 +296,7 @@ def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
         "advantage_mode": ds.advantage,
         "shared_prefix": cfg.grpo.shared_prefix,
         "shared_prefix_path": cfg.grpo.shared_prefix_path,
+        "rollout_path": cfg.grpo.rollout_path,
     }
 
 

@@ -1,0 +1,106 @@
+"""GRPO rollouts through the group-prefill path (`grpo.rollout_path`): TRL's tokens, the path metric, LoRA
+and activation checkpointing, and two CPU processes (torchrun, gloo)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_training_grpo import KeyedReward, N, make_config, make_rows
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+def run_one_step(model_dir: Path, out: Path, monkeypatch: pytest.MonkeyPatch, checkpointing: bool = False,
+                 **over: Any) -> tuple[list[list[int]], list[dict[str, Any]]]:
+    """One GRPO step; (the completion ids TRL scored, the metric records)."""
+    from tooltune.training import grpo
+    from tooltune.training.runner import train
+
+    monkeypatch.undo()  # the spies of an earlier run in this test
+    seen: list[list[int]] = []
+    orig_rewards, orig_init = grpo.ToolTuneGRPOTrainer._calculate_rewards, grpo.ToolTuneGRPOTrainer.__init__
+
+    def rewards(self: Any, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> Any:
+        seen.extend(list(c) for c in completion_ids_list)
+        return orig_rewards(self, inputs, prompts, completions, completion_ids_list)
+
+    def init(self: Any, *a: Any, **k: Any) -> None:
+        orig_init(self, *a, **k)
+        if checkpointing:  # the run forces it off on CPU; TRL's generation context turns it off and on again
+            self.model.gradient_checkpointing_enable()
+
+    monkeypatch.setattr(grpo.ToolTuneGRPOTrainer, "_calculate_rewards", rewards)
+    monkeypatch.setattr(grpo.ToolTuneGRPOTrainer, "__init__", init)
+    cfg = make_config(model_dir, out, **{"grpo.max_steps": 1, "run.seed": 3, **over})
+    run = train(cfg, reward_funcs=[KeyedReward(solved=set())], train_rows=make_rows(4))
+    return seen, [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def path_metric(records: list[dict[str, Any]]) -> float:
+    return next(r["tooltune/rollout_group_prefill"] for r in records if "tooltune/rollout_group_prefill" in r)
+
+
+LORA = {"model.lora.r": 4, "model.lora.alpha": 8}
+
+
+@pytest.mark.parametrize("over,checkpointing", [({}, False), (LORA, True)])
+def test_group_prefill_rollouts_equal_trls_generate(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, over: dict, checkpointing: bool
+) -> None:
+    ours, ours_metrics = run_one_step(tiny_model_dir, tmp_path / "ours", monkeypatch, checkpointing, **over)
+    trls, trls_metrics = run_one_step(tiny_model_dir, tmp_path / "trl", monkeypatch, checkpointing,
+                                      **{"grpo.rollout_path": "generate", **over})
+    assert path_metric(ours_metrics) == 1.0 and path_metric(trls_metrics) == 0.0
+    assert len(ours) == 2 * N and all(1 <= len(c) <= 8 for c in ours)
+    assert ours == trls  # the same draws from the same seed: one multinomial per step over the same rows
+
+
+# One GRPO step in each of two processes; every rank records the path of each generation call.
+SCRIPT = r"""
+import json, os, sys
+sys.path[:0] = [sys.argv[3], sys.argv[4]]
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import torch
+torch.set_num_threads(1)
+from test_training_grpo import N, KeyedReward, make_config, make_rows
+from tooltune.training import rollout_hooks
+from tooltune.training.runner import shutdown_processes, train
+
+rank = int(os.environ.get("RANK", "0"))
+orig = rollout_hooks.sample
+
+def spy(*a, **k):
+    got = orig(*a, **k)
+    with open(f"{sys.argv[2]}.rank{rank}", "a") as f:
+        f.write(json.dumps([got.path, len(got.ids)]) + "\n")
+    return got
+
+rollout_hooks.sample = spy
+cfg = make_config(sys.argv[1], sys.argv[2], **{"grpo.max_steps": 1, "grpo.per_device_batch_size": 4})
+train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(4))
+shutdown_processes()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="gloo CPU processes are tested on Linux")
+def test_two_processes_generate_on_the_group_prefill_path(tiny_model_dir: Path, tmp_path: Path) -> None:
+    script, out = tmp_path / "run.py", tmp_path / "run"
+    script.write_text(SCRIPT)
+    paths = [str(REPO), str(TESTS), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+           str(29700 + os.getpid() % 1000), str(script), str(tiny_model_dir), str(out), str(TESTS), str(REPO)]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400)
+    assert res.returncode == 0, res.stderr[-4000:]
+    for rank in (0, 1):  # 2 prompts x 4 rollouts per step: one group of 4 rows per rank
+        calls = [json.loads(x) for x in Path(f"{out}.rank{rank}").read_text().splitlines()]
+        assert calls == [["group_prefill", 4]]
+    records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert path_metric(records) == 1.0

@@ -1,0 +1,104 @@
+"""GRPO rollouts through `tooltune.generation.rollout.sample` (`grpo.rollout_path`).
+
+`RolloutHooks._generate_single_turn` replaces the transformers path of TRL's (1.16) method of the same
+name: TRL passes each prompt n times in a row; `sample` prefills each distinct prompt once and decodes all
+rows of the call in one loop on pre-sized KV buffers, with TRL's sampling settings (temperature, top-p,
+top-k, ``max_completion_length``, its pad and EOS tokens). It returns what TRL's transformers path
+returns: the completion ids cut after the first EOS (kept), and no log-probs (None), so the rest of the
+step is TRL's. The agentic rollout (`tooltune.training.agentic`) calls the same method once per turn; its
+turns reuse the keys of the episode's previous turn (a `PrefixCache` emptied whenever the weights may
+have changed: a new step, or training / evaluation).
+
+TRL's own method runs, with its reason logged once, where `sample` cannot reproduce it: vLLM or
+transformers' continuous batching, images or other multimodal inputs, ``min_p``, a repetition penalty or
+extra ``generation_kwargs``, a sharded model (FSDP, DeepSpeed), a model without a plain KV cache, or
+``grpo.rollout_path: generate``. The metric ``tooltune/rollout_group_prefill`` is 1 for a call that took
+the group-prefill path, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from trl.extras.profiling import profiling_context
+from trl.models import unwrap_model_for_generation
+
+from tooltune.generation.rollout import PrefixCache, Sampling, choose_path, sample
+
+logger = logging.getLogger(__name__)
+
+
+class RolloutHooks:
+    """Mixin for a TRL `GRPOTrainer` subclass with a `tt_rollout_path` attribute (see module docstring)."""
+
+    tt_rollout_path: str = "auto"
+
+    def _generate_single_turn(
+        self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: Any,
+        has_tool_images: bool = False,
+    ) -> tuple[list[list[int]], list[list[float]] | None]:
+        mode = "train" if self.model.training else "eval"
+        problem = self._tt_rollout_problem(images, multimodal_fields)
+        if problem is None:
+            path, why = choose_path(self.accelerator.unwrap_model(self.model), self.tt_rollout_path)
+            problem = None if path == "group_prefill" else why
+        self._metrics[mode]["tooltune/rollout_group_prefill"].append(float(problem is None))
+        if problem is not None:
+            self._tt_log_rollout(f"TRL's generation runs: {problem}", logging.WARNING
+                                 if self.tt_rollout_path != "generate" else logging.INFO)
+            return super()._generate_single_turn(
+                prompt_ids, images, multimodal_fields, num_generations, has_tool_images
+            )
+        self._tt_log_rollout(f"rollouts on the group_prefill path: {why}", logging.INFO)
+        sampling = Sampling(self.max_completion_length, temperature=self.temperature, top_p=self.top_p,
+                            top_k=self.top_k or 0)
+        with (
+            profiling_context(self, "tooltune.sample"),
+            unwrap_model_for_generation(
+                self.model_wrapped,
+                self.accelerator,
+                gather_deepspeed3_params=self.args.ds3_gather_for_generation,
+                generation_kwargs=self.generation_kwargs,
+                gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
+            ) as unwrapped_model,
+            torch.no_grad(),
+        ):
+            got = sample(unwrapped_model, prompt_ids, 1, sampling, pad_id=self._tokenizer.pad_token_id,
+                         stop_ids=set(self.eos_token_ids), path="group_prefill",
+                         prefix_cache=self._tt_episode_cache())
+        return got.ids, None
+
+    def _tt_rollout_problem(self, images: Any, multimodal_fields: Any) -> str | None:
+        """Why this call stays on TRL's generation, or None when `sample` can run it."""
+        extra = self.args.generation_kwargs
+        checks = (
+            (self.tt_rollout_path == "generate", "grpo.rollout_path is generate"),
+            (self.use_vllm, "vLLM generates the rollouts"),
+            (self.use_transformers_continuous_batching, "transformers' continuous batching generates them"),
+            (images is not None or bool(multimodal_fields), "the prompts carry images or multimodal inputs"),
+            (bool(self.min_p), "min_p sampling is not supported"),
+            (self.repetition_penalty != 1.0, "a repetition penalty is not supported"),
+            (bool(extra), f"generation_kwargs {extra!r} are not supported"),
+            (self.is_fsdp_enabled or self.is_deepspeed_enabled, "the model is sharded (FSDP / DeepSpeed)"),
+        )
+        return next((reason for failed, reason in checks if failed), None)
+
+    def _tt_episode_cache(self) -> PrefixCache | None:
+        """The agentic rollout's cache of episode prefixes (None without a rollout function), emptied when
+        the weights may have changed since it was filled (another step, or another mode)."""
+        if getattr(self, "rollout_func", None) is None:
+            return None
+        key = (self.state.global_step, self.model.training)
+        if getattr(self, "_tt_episode_key", None) != key:
+            self._tt_episode_key = key
+            self._tt_episodes = PrefixCache()
+        return self._tt_episodes
+
+    def _tt_log_rollout(self, message: str, level: int) -> None:
+        """Log once per path and reason which rollout path runs."""
+        seen = self.__dict__.setdefault("_tt_rollout_logged", set())
+        if message not in seen:
+            seen.add(message)
+            logger.log(level, "grpo.rollout_path: %s", message)
