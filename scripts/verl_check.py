@@ -18,6 +18,17 @@ repository root, offline, on CPU:
     this environment does not hold: its reward is checked on its binary term (weight 3) in its own
     template.
 
+(c) agentic: environment tasks (synthetic_chain, generated here) are exported as
+    agentic verl rows with their tool config (`tooltune data export --format verl`); verl's
+    `initialize_tools_from_config` instantiates `tooltune.integrations.verl_tools.EnvironmentTool`
+    from that config, verl's `RLHFDataset` reads the parquet (agent_name, tools_kwargs), and each task's
+    gold calls are driven through create / execute / release as verl's `ToolAgentLoop` does (with verl's
+    own `AgentData`), then scored by `outcome_score` (1.0), as are a wrong trajectory (0.0) and a row
+    whose task does not load (a failed step, no exception); the same tools driven directly under one
+    instance id are judged by calc_reward. (The ``bfcl`` and ``mcp`` environments need bfcl-eval and
+    the `mcp` SDK, which this environment does not hold; tests/test_integrations_verl.py runs the same
+    lifecycle on them without verl.)
+
 Exit status 0 when everything passes; otherwise the failures are listed and the status is 1.
 """
 
@@ -103,14 +114,56 @@ def reward_spec(settings: dict[str, Any]) -> tuple[dict[str, Any], float]:
     return spec, float(sum(comps.values()))
 
 
-def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int) -> str:
-    """(b): export, RLHFDataset, reward loop; returns a one-line summary."""
+def reward_loop_scores(worker: Any, rows: list[tuple[dict[str, Any], str]],
+                       tool_fields: list[dict[str, Any]] | None = None) -> tuple[list[dict], list[float]]:
+    """verl's reward loop on (dataset row, response text) pairs, as the trainer hands it a batch (with the
+    agent loop's ``tool_extra_fields`` when given); returns its outputs and their scores."""
     import numpy as np
     import torch
     from verl import DataProto
+    from verl.utils.ray_utils import get_event_loop
+
+    tok = worker.input_tokenizer
+    prompt_ids = [
+        tok.encode(tok.apply_chat_template(r["raw_prompt"], add_generation_prompt=True, tokenize=False))
+        for r, _ in rows
+    ]
+    response_ids = [tok.encode(text + tok.eos_token, add_special_tokens=False) for _, text in rows]
+    plen, rlen, pad = max(map(len, prompt_ids)), max(map(len, response_ids)), tok.pad_token_id
+    prompts = torch.full((len(rows), plen), pad, dtype=torch.long)
+    responses = torch.full((len(rows), rlen), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), plen + rlen), dtype=torch.long)
+    for j, (p, r) in enumerate(zip(prompt_ids, response_ids)):
+        prompts[j, plen - len(p) :] = torch.tensor(p)  # prompts left-padded, responses right-padded
+        responses[j, : len(r)] = torch.tensor(r)
+        mask[j, plen - len(p) : plen + len(r)] = 1
+    non_tensors = {
+        key: np.array([r[key] for r, _ in rows], dtype=object)
+        for key in ("data_source", "reward_model", "extra_info", "raw_prompt")
+    }
+    if tool_fields is not None:
+        non_tensors["tool_extra_fields"] = np.array(tool_fields, dtype=object)
+    data = DataProto.from_dict(
+        tensors={
+            "prompts": prompts,
+            "responses": responses,
+            "input_ids": torch.cat([prompts, responses], dim=1),
+            "attention_mask": mask,
+        },
+        non_tensors=non_tensors,
+    )
+    outputs = get_event_loop().run_until_complete(worker.compute_score_batch(data))
+    scores = [float(o["reward_score"]) for o in outputs]
+    rm_scores = type(worker.reward_manager).assemble_rm_scores(data, scores)
+    if not torch.allclose(rm_scores.sum(dim=1), torch.tensor(scores)):
+        raise AssertionError("assemble_rm_scores does not carry the scores")
+    return outputs, scores
+
+
+def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int) -> str:
+    """(b): export, RLHFDataset, reward loop; returns a one-line summary."""
     from verl.experimental.reward_loop import RewardLoopWorker
     from verl.utils.dataset.rl_dataset import RLHFDataset
-    from verl.utils.ray_utils import get_event_loop
 
     from tooltune.data.export import export
     from tooltune.data.synthetic import SynthConfig, write
@@ -163,37 +216,7 @@ def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int
             rows.append((row, text))
             expected.append(want_best)
 
-    prompt_ids = [
-        tok.encode(tok.apply_chat_template(r["raw_prompt"], add_generation_prompt=True, tokenize=False))
-        for r, _ in rows
-    ]
-    response_ids = [tok.encode(text + tok.eos_token, add_special_tokens=False) for _, text in rows]
-    plen, rlen, pad = max(map(len, prompt_ids)), max(map(len, response_ids)), tok.pad_token_id
-    prompts = torch.full((len(rows), plen), pad, dtype=torch.long)
-    responses = torch.full((len(rows), rlen), pad, dtype=torch.long)
-    mask = torch.zeros((len(rows), plen + rlen), dtype=torch.long)
-    for j, (p, r) in enumerate(zip(prompt_ids, response_ids)):
-        prompts[j, plen - len(p) :] = torch.tensor(p)  # prompts left-padded, responses right-padded
-        responses[j, : len(r)] = torch.tensor(r)
-        mask[j, plen - len(p) : plen + len(r)] = 1
-    non_tensors = {
-        key: np.array([r[key] for r, _ in rows], dtype=object)
-        for key in ("data_source", "reward_model", "extra_info", "raw_prompt")
-    }
-    data = DataProto.from_dict(
-        tensors={
-            "prompts": prompts,
-            "responses": responses,
-            "input_ids": torch.cat([prompts, responses], dim=1),
-            "attention_mask": mask,
-        },
-        non_tensors=non_tensors,
-    )
-    outputs = get_event_loop().run_until_complete(worker.compute_score_batch(data))
-    scores = [float(o["reward_score"]) for o in outputs]
-    rm_scores = type(worker.reward_manager).assemble_rm_scores(data, scores)
-    if not torch.allclose(rm_scores.sum(dim=1), torch.tensor(scores)):
-        raise AssertionError("assemble_rm_scores does not carry the scores")
+    outputs, scores = reward_loop_scores(worker, rows)
     bad = [
         f"{rows[j][0]['extra_info']['sample_id']} ({'gold' if want else 'wrong'}): {s}"
         for j, (s, want) in enumerate(zip(scores, expected))
@@ -208,13 +231,125 @@ def check_reward(name: str, settings: dict[str, Any], work: Path, n_samples: int
     )
 
 
+def gold_calls(task: Any) -> list[dict[str, Any]]:
+    """The calls that solve an environment task: synthetic_chain's goal, BFCL's ground-truth turns."""
+    env = task.meta["env"]
+    if env["name"] == "bfcl":
+        return [c for turn in env["ground_truth"] for c in turn]
+    return list(env["goal"])
+
+
+def check_agentic(work: Path, n_tasks: int) -> str:
+    """(c): agentic export -> verl's tool config loader, RLHFDataset, the tool lifecycle, the reward."""
+    import asyncio
+
+    from verl.experimental.agent_loop.tool_agent_loop import AgentData
+    from verl.experimental.reward_loop import RewardLoopWorker
+    from verl.tools.tool_registry import initialize_tools_from_config
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl.utils.tokenizer import hf_tokenizer
+
+    from tooltune.data.export import export, tool_config_path
+    from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
+    from tooltune.integrations.sessions import outcome_score
+    from tooltune.integrations.verl_config import OUTCOME_FIELD
+    from tooltune.prompts import PromptControls
+    from tooltune.schema import write_jsonl
+
+    folder = work / "agentic"
+    folder.mkdir(parents=True)
+    tasks = generate_chain_tasks(n_tasks, seed=0, split="train")
+    jsonl, parquet = folder / "tasks.jsonl", folder / "tasks.parquet"
+    write_jsonl(tasks, str(jsonl))
+    export([str(jsonl)], "verl", str(parquet), PromptControls(template="native"))
+    tools = {tool.name: tool for tool in initialize_tools_from_config(tool_config_path(str(parquet)))}
+    offered = {t.name for task in tasks for t in task.tools}
+    if set(tools) != offered or {type(t).__name__ for t in tools.values()} != {"EnvironmentTool"}:
+        raise AssertionError(f"the tool config declares {sorted(tools)}, the tasks offer {sorted(offered)}")
+    texts = [m["content"] for task in tasks for m in task.messages]
+    tok_dir = train_tokenizer_dir(texts, folder / "tokenizer")
+    tok = hf_tokenizer(str(tok_dir))
+    config = compose([f"data.train_files={parquet}", f"data.val_files={parquet}",
+                      "data.filter_overlong_prompts_workers=1", f"actor_rollout_ref.model.path={tok_dir}",
+                      "reward.custom_reward_function.path=tooltune/integrations/sessions.py",
+                      "reward.custom_reward_function.name=outcome_score"])
+    worker = RewardLoopWorker(config)  # loads outcome_score by file path, as verl's workers do
+    dataset = RLHFDataset(data_files=[str(parquet)], tokenizer=tok, config=config.data)
+    if len(dataset) != len(tasks):
+        raise AssertionError(f"RLHFDataset kept {len(dataset)} of {len(tasks)} rows")
+    by_id = {task.id: task for task in tasks}
+
+    async def trajectory(row: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[dict, list[str]]:
+        """The calls run as ToolAgentLoop._call_tool runs them: the trajectory's fields, tool messages."""
+        data = AgentData(messages=list(row["raw_prompt"]), image_data=None, video_data=None, audio_data=None,
+                         mm_processor_kwargs=None, metrics={}, request_id="check",
+                         tools_kwargs=row["tools_kwargs"])
+        texts = []
+        for call in calls:
+            tool = tools[call["name"]]
+            kwargs = row["tools_kwargs"].get(call["name"]) or {}
+            instance_id, _ = await tool.create(create_kwargs=kwargs.get("create_kwargs", {}))
+            response, _, _ = await tool.execute(instance_id, call["arguments"], agent_data=data)
+            await tool.release(instance_id)
+            texts.append(response.text)
+        return data.extra_fields, texts
+
+    async def direct(task: Any, calls: list[dict[str, Any]]) -> float:
+        for call in calls:
+            await tools[call["name"]].create("episode", create_kwargs={"task": task.to_json()})
+            await tools[call["name"]].execute("episode", call["arguments"])
+        score = await tools[calls[0]["name"]].calc_reward("episode")
+        await tools[calls[0]["name"]].release("episode")
+        return score
+
+    loop = asyncio.new_event_loop()
+    problems, batch, fields, expected = [], [], [], []
+    for i in range(len(dataset)):
+        row = dataset[i]
+        task = by_id[row["extra_info"]["sample_id"]]
+        if row.get("agent_name") != "tool_agent" or sorted(row["extra_info"]["tool_selection"]) != sorted(
+                t.name for t in task.tools):
+            problems.append(f"{task.id}: agent_name / tool_selection not as verl reads them")
+        gold = gold_calls(task)
+        gold_fields, _ = loop.run_until_complete(trajectory(row, gold))
+        wrong_fields, wrong_texts = loop.run_until_complete(trajectory(row, gold[:1] * 2 + [
+            {"name": gold[0]["name"], "arguments": {"no_such_argument": 1}}]))
+        broken = {**row, "tools_kwargs": {"tooltune": {"create_kwargs": {"task": "{cut"}}}}
+        _, broken_texts = loop.run_until_complete(trajectory(broken, gold[:1]))
+        direct_score = loop.run_until_complete(direct(task, gold))
+        # one extra_info per rollout: verl's reward manager merges the trajectory's fields into it in place
+        batch += [({**row, "extra_info": dict(row["extra_info"])}, text) for text in ("done", "done", "")]
+        fields += [gold_fields, wrong_fields, {}]
+        expected += [1.0, 0.0, outcome_score("", "", None, row["extra_info"])]  # no step: the initial state
+        if direct_score != 1.0:
+            problems.append(f"{task.id}: the gold calls score {direct_score} driven directly")
+        if "unknown argument" not in wrong_texts[-1]:
+            problems.append(f"{task.id}: a call with a wrong argument answers {wrong_texts[-1][:120]}")
+        if "did not load" not in broken_texts[0]:
+            problems.append(f"{task.id}: a broken task answers {broken_texts[0][:120]}")
+        if OUTCOME_FIELD in row["extra_info"]:
+            problems.append(f"{task.id}: the outcome leaked into the dataset row")
+    loop.close()
+    _, scores = reward_loop_scores(worker, batch, fields)
+    if scores != expected or expected[2::3] != [0.0] * len(dataset):
+        problems.append(f"verl's reward loop scores {scores}, expected {expected}")
+    if problems:
+        raise AssertionError("; ".join(problems[:5]))
+    return (f"{len(dataset)} task rows, {len(tools)} EnvironmentTools from the generated config; verl's "
+            f"reward loop (outcome_score): gold trajectories {scores[0::3]}, wrong {scores[1::3]}, "
+            f"no call {scores[2::3]}; broken tasks: failed steps")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/verl_check.py", description=__doc__.split("\n")[0])
     p.add_argument("presets", nargs="*", help="configs/verl/*.yaml (default: all)")
     p.add_argument("--samples", type=int, default=12, help="synthetic samples per preset")
+    p.add_argument("--tasks", type=int, default=4, help="agentic check: environment tasks")
+    p.add_argument("--only-agentic", action="store_true", help="run the agentic check (c) alone")
     args = p.parse_args(argv)
     os.chdir(REPO)  # reward.custom_reward_function.path is relative to the repository root
-    paths = [Path(x) for x in args.presets] or sorted((REPO / "configs" / "verl").glob("*.yaml"))
+    paths = [] if args.only_agentic else (
+        [Path(x) for x in args.presets] or sorted((REPO / "configs" / "verl").glob("*.yaml")))
     failures = []
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="verl-check-") as tmp:
@@ -243,8 +378,15 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as e:  # report every preset, then fail
                     failures.append(f"{name} {part}: {type(e).__name__}: {e}")
                     print(f"FAIL  {name:30s} {part:6s} {type(e).__name__}: {e}")
-    print(f"verl-check: {len(paths)} presets in {time.time() - t0:.0f} s")
-    print(f"{len(paths) * 2 - len(failures)} passed, {len(failures)} failed")
+        t = time.time()
+        try:
+            msg = check_agentic(Path(tmp), args.tasks)
+            print(f"ok    {'environment tasks':30s} agentic {msg} ({time.time() - t:.1f} s)")
+        except Exception as e:  # reported with the presets' results
+            failures.append(f"agentic: {type(e).__name__}: {e}")
+            print(f"FAIL  {'environment tasks':30s} agentic {type(e).__name__}: {e}")
+    print(f"verl-check: {len(paths)} presets and the agentic check in {time.time() - t0:.0f} s")
+    print(f"{len(paths) * 2 + 1 - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 

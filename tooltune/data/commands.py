@@ -263,7 +263,7 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tooltune.data.export import export
+    from tooltune.data.export import export, tool_config_path
 
     controls = PromptControls()
     config_mechanism.apply(controls, config_mechanism.given_overrides(args, "prompt"))
@@ -273,6 +273,9 @@ def _export(args: argparse.Namespace) -> int:
     config_mechanism.prepare_output(out, folder=args.format == "hf")
     n = export(args.input, args.format, out, controls)
     print(f"wrote {n} rows ({args.format}) to {out}")
+    tools = tool_config_path(out) if args.format == "verl" else ""
+    if tools and os.path.isfile(tools) and os.path.getmtime(tools) >= os.path.getmtime(out):
+        print(f"wrote verl's tool config to {tools} (actor_rollout_ref.rollout.multi_turn.tool_config_path)")
     return 0
 
 

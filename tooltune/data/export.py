@@ -10,6 +10,11 @@ verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     reward_model {"style": "rule", "ground_truth": <answer JSON string>},
     extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta", and
     "chat_tools" under ``native``}.
+    An export holding environment tasks (``meta["env"]``) is agentic: every row also gets
+    ``agent_name`` (``tool_agent`` for a task, ``single_turn_agent`` otherwise) and, in extra_info,
+    ``tools_kwargs`` (the task for the tools), ``tool_selection`` (its tool names) and
+    ``need_tools_kwargs`` (`tooltune.integrations.verl_config.agentic_fields`), and the parquet file gets
+    verl's tool config beside it (`tool_config_path`: train.parquet -> train.tools.yaml).
 JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
 
 Every export renders under one `tooltune.prompts.PromptControls` (template, system prompt, history
@@ -24,6 +29,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tooltune.integrations.verl_config import agentic_fields, is_task, write_tool_config
 from tooltune.prompts import (
     CHAT_TOOLS_COLUMN,
     PromptLike,
@@ -91,12 +97,16 @@ def to_verl_rows(
     """verl RL rows rendered under `prompt`; `data_source` defaults to `tooltune/<sample source>` (verl
     routes rewards by it)."""
     p = as_prompt(prompt)
+    samples = list(samples)
+    agentic = any(is_task(s) for s in samples)
     rows = []
     for i, s in enumerate(samples):
         answer = _answer_json(s)
         messages = render_prompt(s, p)
+        agent, agent_info = agentic_fields(s) if agentic else (None, {})
         rows.append(
             {
+                **({"agent_name": agent} if agent else {}),
                 "data_source": data_source or f"tooltune/{s.source or 'unknown'}",
                 "prompt": messages,
                 "ability": VERL_ABILITY,
@@ -112,19 +122,32 @@ def to_verl_rows(
                     **_chat_tools(s, p),
                     # verl hands compute_score only extra_info: R2IF's CER student needs the prompt
                     "prompt": messages,
+                    **agent_info,
                 },
             }
         )
     return rows
 
 
+def tool_config_path(parquet_path: str) -> str:
+    """Where an agentic export's verl tool config goes: beside the parquet file, ``.tools.yaml``."""
+    return str(parquet_path).removesuffix(".parquet") + ".tools.yaml"
+
+
 def write_verl_parquet(samples: Iterable[Sample], path: str, **kwargs: Any) -> int:
+    """verl rows of `samples` as parquet at `path` (and, for environment tasks, the tool config at
+    `tool_config_path(path)`); returns the number of rows."""
     import pyarrow as pa  # deferred: only parquet needs pyarrow
     import pyarrow.parquet as pq  # deferred: only parquet needs pyarrow
 
+    samples = list(samples)
     rows = to_verl_rows(samples, **kwargs)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), path)
+    tasks = [s for s in samples if is_task(s)]
+    if tasks:
+        n = write_tool_config(tasks, tool_config_path(path))
+        logger.info("wrote verl's tool config (%d tools) to %s", n, tool_config_path(path))
     return len(rows)
 
 

@@ -75,9 +75,13 @@ def parameter_name(param: str, taken: set[str]) -> str:
     return _unique(name, taken)
 
 
+_SECTION = re.compile(r"\b(Args|Returns|Raises):")
+
+
 def _one_line(text: Any, default: str) -> str:
-    """A docstring fragment on one line: section headers of a Google docstring would be misread."""
-    line = " ".join(str(text or "").split())
+    """A docstring fragment on one line, with the words that open a Google docstring section anywhere
+    (transformers' parser cuts the text there) followed by a space before their colon."""
+    line = _SECTION.sub(r"\1 :", " ".join(str(text or "").split()))
     return line or default
 
 
@@ -107,7 +111,7 @@ def type_hint(schema: Any) -> Any:
     return Union[tuple(hints)]  # noqa: UP007  (a runtime Union of computed members)
 
 
-def _nested_detail(schema: Any) -> str:
+def schema_detail(schema: Any) -> str:
     """The part of `schema` its type hint cannot carry, as compact JSON (empty when there is none)."""
     if not isinstance(schema, dict):
         return ""
@@ -159,7 +163,7 @@ def python_tool(spec: ToolSpec, taken: set[str]) -> PythonTool:
             name, inspect.Parameter.KEYWORD_ONLY, annotation=annotations[name],
             default=None if optional else inspect.Parameter.empty))
         text = _one_line(schema.get("description") if isinstance(schema, dict) else "", f"The {original}.")
-        detail = _nested_detail(schema)
+        detail = schema_detail(schema)
         args_doc.append(f"    {name}: {text}" + (f" Schema: {detail}" if detail else ""))
     annotations["return"] = str
     description = _one_line(spec.description, f"The {spec.name} tool.")
@@ -176,4 +180,4 @@ def python_tools(specs: Iterable[ToolSpec]) -> list[PythonTool]:
 
 
 __all__ = ["NESTED_SCHEMA_CHARS", "RESERVED", "PythonTool", "method_name", "parameter_name", "python_tool",
-           "python_tools", "type_hint"]
+           "python_tools", "schema_detail", "type_hint"]
