@@ -197,15 +197,25 @@ def encode_chat(
     text = tokenizer.apply_chat_template(
         marked, tokenize=False, add_generation_prompt=add_generation_prompt, **extra, **template_kwargs)
     text += continuation
-    ids: list[int] = []
+    pieces: list[str] = []  # the template's text between placeholders, tokenized in one batch
+    plain: list[int] = []  # the marker after each piece (-1: none)
     start = 0
     for match in marks.split.finditer(text):
-        if match.start() > start:
-            ids += _ids(tokenizer(text[start : match.start()], add_special_tokens=False))
-        ids += encode_plain(tokenizer, marks.strings[int(match.group(1))])
+        pieces.append(text[start : match.start()])
+        plain.append(int(match.group(1)))
         start = match.end()
-    if start < len(text):
-        ids += _ids(tokenizer(text[start:], add_special_tokens=False))
+    pieces.append(text[start:])
+    plain.append(-1)
+    encoded = _ids(tokenizer(pieces, add_special_tokens=False))
+    spelled: dict[str, list[int]] = {}  # each distinct marker string is encoded once
+    ids: list[int] = []
+    for piece_ids, k in zip(encoded, plain, strict=True):
+        ids += piece_ids
+        if k >= 0:
+            marker = marks.strings[k]
+            if marker not in spelled:
+                spelled[marker] = encode_plain(tokenizer, marker)
+            ids += spelled[marker]
     return ids
 
 
