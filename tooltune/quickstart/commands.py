@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
         "--config",
         default=str(DEFAULT_CONFIG),
         help="quickstart YAML (default: the repository's configs/quickstart.yaml, the measured settings; "
-        "configs/quickstart_mini.yaml is the minutes-long smoke run)",
+        "configs/quickstart_mini.yaml is the minutes-long smoke run; configs/real_smollm2.yaml the "
+        "real-model recipe on the official benchmarks)",
     )
     p.add_argument("--out", default="runs/quickstart", help="run directory (default: runs/quickstart)")
     p.add_argument("--stop-after", default=None, help="stop after this stage (resume later)")
@@ -80,9 +81,15 @@ def _handle(args: argparse.Namespace) -> int:
             f"--stop-after: {args.stop_after!r} is not a stage; choose one of {', '.join(STAGES)}"
         )
     cfg = load_config(args.config, given_overrides(args))
+    profile = None
+    if cfg.profile == "real":
+        from tooltune.quickstart.real import base_model_path, real_profile  # deferred: imports torch
+
+        base_model_path(cfg.model)
+        profile = real_profile()
     resuming = (Path(args.out) / "run.json").is_file()
     prepare_output(args.out, "--out", folder=True)
-    pipe = Pipeline(args.out, cfg)
+    pipe = Pipeline(args.out, cfg, profile=profile)
     print(f"tooltune quickstart: seed {cfg.seed}, config {args.config}, output {args.out}")
     note = busy_machine_note(cfg.threads, resuming=resuming)
     if note:

@@ -60,6 +60,68 @@ class EvaluationConfig:
 
 
 @dataclass
+class RealDataConfig:
+    """Training data of the `real` profile: a `tooltune data prepare` source, split by tool domain."""
+
+    source: str = option("toolrl", "Data source of `tooltune data prepare` (tooltune.data.sources).")
+    input: str = option(
+        "package", "The source's input file or folder (`package`: the copy that ships with tooltune, for "
+        "toolrl)."
+    )
+    eval_data: str = option(
+        "",
+        "Folder holding apibank/ and acebench/ for decontamination (empty = $TOOLTUNE_DATA_DIR); BFCL comes "
+        "with bfcl-eval. Training samples whose query matches an evaluation entry are dropped.",
+    )
+    unseen_fraction: float = option(
+        0.1,
+        "Share of samples held out by tool domain (tools sharing a name with no training sample): the "
+        "unseen-tools check.",
+        min=0,
+        max_exclusive=1,
+    )
+    val_samples: int = option(
+        24, "Samples of the training domains kept out of training for the SFT checks and GRPO's curve.", min=1
+    )
+    min_train: int = option(300, "Refuse to run with fewer SFT samples than this after the splits.", min=1)
+    no_call_samples: bool = option(
+        True, "Keep the source's answers without calls (a question back, a refusal) as no-call samples."
+    )
+    limit: int = option(0, "Read at most this many records of the source (0 = all; smoke tests).", min=0)
+
+
+@dataclass
+class BenchmarksConfig:
+    """The official benchmarks of the `real` profile, run on every checkpoint (`tooltune eval`'s runner)."""
+
+    suites: dict = option(
+        {"bfcl": "non_live,live", "apibank": "level-1,level-2", "acebench": "normal"},
+        "Benchmark -> comma-separated categories or groups (acebench: `normal` = every normal_* category).",
+    )
+    subset: dict = option(
+        {"bfcl": 17, "apibank": 100, "acebench": 17},
+        "Benchmark -> at most this many entries of each category (0 = all), a fixed stratified subset "
+        "(`tooltune eval --subset`).",
+    )
+    subset_seed: int = option(0, "Seed of the subsets (the same entries for every checkpoint and run).")
+    headline: dict = option(
+        {"bfcl": "table2.non_live.overall,table2.live.overall,leaderboard.hallucination,table2.overall",
+         "apibank": "categories.level-1.accuracy,categories.level-2.accuracy,overall",
+         "acebench": "groups.normal"},
+        "Benchmark -> comma-separated score keys of summary.json shown in the report's main table and "
+        "compared between checkpoints (every category accuracy is reported too).",
+    )
+    template: str = option(
+        "",
+        "Prompt template of the evaluations (empty = train.data.template). For a model whose chat template "
+        "has no tool format: tool_n1 (the template it is trained on) or python (BFCL's prompt-based format).",
+    )
+    max_new_tokens: int = option(256, "New tokens per answer (greedy).", min=1)
+    batch_size: int = option(8, "Prompts per generation batch.", min=1)
+    data_dir: str = option("", "Folder holding apibank/ and acebench/ (empty = $TOOLTUNE_DATA_DIR).")
+
+
+@dataclass
 class QuickstartConfig:
     """One quickstart run. Greedy evaluations use train.diagnostics.eval_max_new_tokens and
     eval_batch_size; prompts and answers use train.data.template."""
@@ -80,10 +142,24 @@ class QuickstartConfig:
         "(what a user waits; depends on the machine's load).",
         ("cpu", "wall"),
     )
+    profile: str = option(
+        "synthetic",
+        "synthetic: a tiny model built here on the synthetic task; real: a model folder (`model`) trained on "
+        "real data (`real_data`) and scored on the official benchmarks (`benchmarks`).",
+        ("synthetic", "real"),
+    )
+    model: str = option(
+        "models/smollm2-135m-instruct",
+        "real profile: the model folder every stage starts from (`make smollm2` writes the default).",
+    )
     model_size: str = option("quickstart", "Tiny model size (tooltune.models.SIZES).", tuple(SIZES))
     task: TaskConfig = section(TaskConfig, "The synthetic task (tooltune.data.synthetic.quickstart_task).")
     warm_start: WarmStartConfig = section(WarmStartConfig, "Which SFT checkpoint GRPO starts from.")
     evaluation: EvaluationConfig = section(EvaluationConfig, "Evaluations beyond greedy exact match.")
+    real_data: RealDataConfig = section(RealDataConfig, "real profile: the training data and its splits.")
+    benchmarks: BenchmarksConfig = section(
+        BenchmarksConfig, "real profile: the benchmarks and their subsets."
+    )
     train: TrainConfig = section(
         TrainConfig, "SFT (with the warm-start rule) and GRPO, as `tooltune train` reads them."
     )
@@ -95,6 +171,12 @@ class QuickstartConfig:
             if _get(self, key) != _get(fresh, key):
                 raise ConfigError(f"{key}: set by {what}; remove it")
         self.train.validate()
+        if self.profile == "real":
+            unknown = set(self.benchmarks.subset) - set(self.benchmarks.suites)
+            if unknown:
+                raise ConfigError(
+                    f"benchmarks.subset: {', '.join(sorted(unknown))} is not in benchmarks.suites"
+                )
         if self.task.multi_step and self.train.reward.require_format:
             raise ConfigError(
                 "train.reward.require_format: the multi-step task is scored on tool-call correctness "

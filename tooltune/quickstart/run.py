@@ -29,7 +29,8 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,12 @@ import torch
 
 from tooltune import config as config_mechanism
 from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, build_splits, entity_tokens, sft_calls
-from tooltune.generation import HFBackend, Sampling, score_samples
-from tooltune.models import build_tiny_model, load_model_and_tokenizer
+from tooltune.models import build_tiny_model
 from tooltune.prompts import render_answer, render_prompt
 from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
+from tooltune.quickstart.measure import backend, greedy, load, pass_at_k
 from tooltune.quickstart.report import write_report
-from tooltune.quickstart.stats import summarize
 from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.schema import Sample, read_jsonl, write_jsonl
 from tooltune.training.config import TrainConfig
@@ -97,11 +97,27 @@ def headline(name: str, res: dict[str, Any]) -> str:
     return ""
 
 
-class Pipeline:
-    """Runs the stages in `out`; `say` prints the story (the CLI passes print, tests a no-op)."""
+@dataclass(frozen=True)
+class Profile:
+    """What a quickstart profile runs: its stages in order, the function of each, the line announcing
+    and the line summing up each, the data splits its stages read, and its report writer."""
 
-    def __init__(self, out: str | Path, cfg: QuickstartConfig, say: Callable[[str], None] = print):
+    stages: tuple[str, ...]
+    functions: Mapping[str, Callable[[Pipeline], dict[str, Any]]]
+    descriptions: Mapping[str, str]
+    headline: Callable[[str, dict[str, Any]], str]
+    splits: tuple[str, ...]
+    report: Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], dict[str, Any]]
+
+
+class Pipeline:
+    """Runs the stages of `profile` (the synthetic quickstart by default) in `out`; `say` prints the story
+    (the CLI passes print, tests a no-op)."""
+
+    def __init__(self, out: str | Path, cfg: QuickstartConfig, say: Callable[[str], None] = print,
+                 profile: Profile | None = None):
         self.out, self.cfg, self.say = Path(out), cfg, say
+        self.profile = profile or synthetic_profile()
         # A folder is one run: the same settings resume it, other settings are refused naming each
         # difference (rundir.RunMismatch), and only one process writes it at a time (run() holds the lock).
         identity = {"command": "quickstart", "config": _plain(cfg.to_dict())}
@@ -129,12 +145,15 @@ class Pipeline:
         return result
 
     def model_dir(self, name: str) -> Path:
-        """Where a stage's model lives: models/<name>, the GRPO run's final/ for "grpo"."""
+        """Where a stage's model lives: models/<name>, the GRPO run's final/ for "grpo"; the `model` folder
+        for "base" under the real profile."""
+        if name == "base" and self.cfg.profile == "real":
+            return Path(self.cfg.model)
         return self.out / "grpo" / "final" if name == "grpo" else self.out / "models" / name
 
     def splits(self) -> dict[str, list[Sample]]:
         if self._splits is None:
-            self._splits = {k: read_jsonl(str(self.out / "data" / f"{k}.jsonl")) for k in SPLITS}
+            self._splits = {k: read_jsonl(str(self.out / "data" / f"{k}.jsonl")) for k in self.profile.splits}
         return self._splits
 
     def train_config(self, stage: str) -> TrainConfig:
@@ -168,27 +187,28 @@ class Pipeline:
     def _run(self, stop_after: str | None) -> dict[str, Any]:
         torch.set_num_threads(self.cfg.threads)
         t0 = time.perf_counter()
-        for i, name in enumerate(STAGES, 1):
+        stages = self.profile.stages
+        for i, name in enumerate(stages, 1):
             if self.done(name):
-                self.say(f"[{i}/{len(STAGES)}] {name}: already finished, skipping (resume)")
+                self.say(f"[{i}/{len(stages)}] {name}: already finished, skipping (resume)")
             else:
-                self.say(f"[{i}/{len(STAGES)}] {name}: {DESCRIPTIONS[name]}")
+                self.say(f"[{i}/{len(stages)}] {name}: {self.profile.descriptions[name]}")
                 torch.manual_seed(self.cfg.seed * 1000 + i)
                 w, c = time.perf_counter(), time.process_time()
-                res = STAGE_FUNCTIONS[name](self)
+                res = self.profile.functions[name](self)
                 res["timing"] = {
                     "wall_s": time.perf_counter() - w,
                     "cpu_s": time.process_time() - c,
                     "loadavg_end": os.getloadavg()[0],
                 }
                 self._finish(name, res)
-                self.say(f"    {headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
+                self.say(f"    {self.profile.headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
             if name == "sft":
                 config_mechanism.dump(self.train_config("reproduce"), self.out / "train.yaml")
             if name == stop_after:
                 break
-        results = {s: self.result(s) for s in STAGES if self.done(s)}
-        report = write_report(self.out, self.cfg.to_dict(), results)
+        results = {s: self.result(s) for s in stages if self.done(s)}
+        report = self.profile.report(self.out, self.cfg.to_dict(), results)
         report["timings"]["this_invocation_s"] = time.perf_counter() - t0
         return report
 
@@ -243,51 +263,7 @@ def stage_model(p: Pipeline) -> dict[str, Any]:
     return {"path": str(path), "parameters": sum(x.numel() for x in model.parameters()), "vocab": len(tok)}
 
 
-def load(path: str | Path) -> tuple[Any, Any]:
-    model, tok = load_model_and_tokenizer(str(path), dtype="float32")
-    tok.padding_side = "left"
-    return model, tok
-
-
 # ---------------------------------------------------------------------------------------- evaluation
-def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:
-    return HFBackend(
-        model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size, name="quickstart"
-    )
-
-
-def _score(
-    p: Pipeline, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
-    seed: int | None = None,
-) -> list[list[float]]:
-    """Binary reward (exact match, format required) of `n` completions per sample."""
-    t = p.cfg.train
-    sampling = Sampling(
-        temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
-    )
-    return score_samples(be, samples, t.data, n, sampling, seeds=seed)
-
-
-def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
-    """Greedy exact match on `samples`: summary plus the per-example hits (kept for paired tests)."""
-    hits = [r[0] for r in _score(p, be, samples)]
-    return {**summarize(hits, samples), "hits": hits}
-
-
-def pass_at_k(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
-    """pass@k: share of samples where at least one of k sampled completions is exactly right."""
-    e = p.cfg.evaluation
-    rewards = _score(p, be, samples, e.pass_k, e.pass_temperature, seed=p.cfg.seed)
-    hits = [1.0 if max(r) > 0 else 0.0 for r in rewards]
-    return {
-        **summarize(hits, samples),
-        "k": e.pass_k,
-        "temperature": e.pass_temperature,
-        "mixed_groups": sum(1 for r in rewards if 0 < sum(r) < len(r)) / len(rewards),
-        "mean_reward": sum(sum(r) / len(r) for r in rewards) / len(rewards),
-    }
-
-
 def _evaluate(p: Pipeline, model_name: str, with_pass: bool = False) -> dict[str, Any]:
     model, tok = load(p.model_dir(model_name))
     model.eval()
@@ -424,3 +400,8 @@ STAGE_FUNCTIONS: dict[str, Callable[[Pipeline], dict[str, Any]]] = {
     "eval_sft_continued": stage_eval_sft_continued,
 }
 
+
+
+def synthetic_profile() -> Profile:
+    """The synthetic quickstart: a tiny model built here on the synthetic task (`STAGES`)."""
+    return Profile(STAGES, STAGE_FUNCTIONS, DESCRIPTIONS, headline, SPLITS, write_report)

@@ -1,0 +1,64 @@
+"""The quickstart's measurements of a checkpoint: greedy exact match and pass@k with the binary reward.
+
+Every checkpoint of a quickstart run is loaded the same way (`load`: float32, left padding) and scored
+through `tooltune.generation.score_samples` under the run's `train.data` prompt controls, with the
+greedy budget of `train.diagnostics` (eval_max_new_tokens, eval_batch_size).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tooltune.generation import HFBackend, Sampling, score_samples
+from tooltune.models import load_model_and_tokenizer
+from tooltune.quickstart.stats import summarize
+from tooltune.schema import Sample
+
+if TYPE_CHECKING:  # the pipeline module imports this one
+    from tooltune.quickstart.run import Pipeline
+
+
+def load(path: str | Path) -> tuple[Any, Any]:
+    model, tok = load_model_and_tokenizer(str(path), dtype="float32")
+    tok.padding_side = "left"
+    return model, tok
+
+
+def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:
+    return HFBackend(
+        model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size, name="quickstart"
+    )
+
+
+def _score(
+    p: Pipeline, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
+    seed: int | None = None,
+) -> list[list[float]]:
+    """Binary reward (exact match, format required) of `n` completions per sample."""
+    t = p.cfg.train
+    sampling = Sampling(
+        temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
+    )
+    return score_samples(be, samples, t.data, n, sampling, seeds=seed)
+
+
+def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+    """Greedy exact match on `samples`: summary plus the per-example hits (kept for paired tests)."""
+    hits = [r[0] for r in _score(p, be, samples)]
+    return {**summarize(hits, samples), "hits": hits}
+
+
+def pass_at_k(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+    """pass@k: share of samples where at least one of k sampled completions is exactly right."""
+    e = p.cfg.evaluation
+    rewards = _score(p, be, samples, e.pass_k, e.pass_temperature, seed=p.cfg.seed)
+    hits = [1.0 if max(r) > 0 else 0.0 for r in rewards]
+    return {
+        **summarize(hits, samples),
+        "k": e.pass_k,
+        "temperature": e.pass_temperature,
+        "mixed_groups": sum(1 for r in rewards if 0 < sum(r) < len(r)) / len(rewards),
+        "mean_reward": sum(sum(r) / len(r) for r in rewards) / len(rewards),
+    }

@@ -1,0 +1,186 @@
+"""The quickstart's `real` profile: a pretrained model folder, real training data, official benchmarks.
+
+The same pipeline as the synthetic quickstart (SFT warm start -> GRPO with the binary reward ->
+continued SFT for GRPO's training time, `tooltune.quickstart.run`), with three stages of its own:
+
+  data      `tooltune.data.pipeline.prepare` on `real_data.source` (ToolRL by default; training samples
+            matching an evaluation entry are dropped when the source pipeline decontaminates), split by
+            tool domain (`tooltune.data.domain_split`): train, val (training domains, kept out of
+            training) and unseen_tools (domains no training sample offers)
+  model     the model folder `model`, loaded once to count it (the load phase of the time table)
+  eval_*    every checkpoint (the untrained model as eval_base, then sft, grpo, sft_continued) on the
+            official benchmarks of `benchmarks.suites` through the evaluation runner, each on its fixed
+            stratified subset (`benchmarks.subset`, seed `benchmarks.subset_seed`), greedy, plus greedy
+            exact match on the unseen-tools and val splits
+
+Each benchmark run is a `tooltune eval` run folder under DIR/evals/<checkpoint>/<benchmark>/ (verdicts,
+summary with standard errors, manifest, report), resumed inside the stage after a kill.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from tooltune.config import ConfigError
+from tooltune.data.domain_split import split_by_domain, tool_domains
+from tooltune.data.pipeline import PrepareConfig, prepare
+from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.runner import SubsetSpec, evaluate
+from tooltune.generation import HFBackend, Sampling
+from tooltune.quickstart.measure import greedy, load
+from tooltune.quickstart.real_report import write_real_report
+from tooltune.quickstart.run import (
+    DESCRIPTIONS,
+    Pipeline,
+    Profile,
+    headline,
+    stage_grpo,
+    stage_sft,
+    stage_sft_continued,
+)
+from tooltune.schema import read_jsonl, write_jsonl
+
+CHECKPOINTS = ("base", "sft", "grpo", "sft_continued")
+"""The evaluated checkpoints, in pipeline order (base = the model folder as given)."""
+
+REAL_STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued",
+               "eval_sft_continued")
+
+REAL_DESCRIPTIONS = {
+    **DESCRIPTIONS,
+    "data": "preparing the real training data and splitting it by tool domain",
+    "model": "loading the model folder",
+    "eval_base": "evaluating the untrained model on the benchmark subsets",
+    "sft": "SFT warm start on the real training data",
+    "eval_sft": "evaluating the warm start on the benchmark subsets",
+}
+
+REAL_SPLITS = ("train", "val", "unseen_tools")
+
+
+def real_headline(name: str, res: dict[str, Any]) -> str:
+    """One line summing up a finished stage of the real profile."""
+    if name == "data":
+        return ", ".join(f"{k} {v}" for k, v in res["sizes"].items()) + f"; {res['domains']} tool domains"
+    if name == "model":
+        return f"{res['parameters']:,} parameters, loaded in {res['load_s']:.0f} s"
+    if name.startswith("eval_"):
+        parts = [f"{b} {r['headline_key']} {r['headline']:.1%} ± {r['headline_se']:.1%}"
+                 for b, r in res["benchmarks"].items() if r.get("headline") is not None]
+        unseen = res["unseen_tools"]
+        return "; ".join(parts + [f"unseen tools {unseen['accuracy']:.1%} ± {unseen['se']:.1%}"])
+    return headline(name, res)
+
+
+def stage_real_data(p: Pipeline) -> dict[str, Any]:
+    """Prepare the source, split by tool domain; refuse a training split below `real_data.min_train`."""
+    rd = p.cfg.real_data
+    prepared = p.out / "data" / "prepared"
+    config = PrepareConfig(sources=[(rd.source, rd.input)], out=str(prepared), val_fraction=0.0,
+                           seed=p.cfg.seed, progress=False, limit=rd.limit or None,
+                           no_call_samples=rd.no_call_samples)
+    _set_eval_data(config, rd.eval_data)
+    stats = prepare(config)
+    samples = read_jsonl(str(prepared / "train.jsonl"))
+    seen, unseen = split_by_domain(samples, rd.unseen_fraction, p.cfg.seed)
+    order = list(range(len(seen)))
+    random.Random(p.cfg.seed).shuffle(order)
+    val_ids = set(order[: rd.val_samples])
+    splits = {"train": [s for i, s in enumerate(seen) if i not in val_ids],
+              "val": [s for i, s in enumerate(seen) if i in val_ids], "unseen_tools": unseen}
+    if len(splits["train"]) < rd.min_train:
+        raise ConfigError(f"real_data.min_train: {rd.source} gave {len(splits['train'])} training samples "
+                          f"after the splits ({len(samples)} prepared), fewer than {rd.min_train}")
+    for name, rows in splits.items():
+        write_jsonl(rows, str(p.out / "data" / f"{name}.jsonl"))
+    p._splits = None
+    return {"sizes": {k: len(v) for k, v in splits.items()}, "prepared": len(samples),
+            "domains": len(tool_domains(samples)),
+            "sources": {name: st.to_dict() for name, st in stats.items()}}
+
+
+def _set_eval_data(config: PrepareConfig, eval_data: str) -> None:
+    """Point the preparation's decontamination at `eval_data` where the pipeline takes such a folder."""
+    if eval_data and hasattr(config, "eval_data"):
+        config.eval_data = eval_data
+
+
+def stage_real_model(p: Pipeline) -> dict[str, Any]:
+    start = time.perf_counter()
+    model, tok = load(p.model_dir("base"))
+    return {"path": str(p.model_dir("base")), "parameters": sum(x.numel() for x in model.parameters()),
+            "vocab": len(tok), "load_s": time.perf_counter() - start}
+
+
+def evaluation_template(p: Pipeline) -> str:
+    """The template the benchmarks are run under: `benchmarks.template`, else the training template."""
+    return p.cfg.benchmarks.template or p.cfg.train.data.template
+
+
+def _headline_key(scores: dict[str, float], categories: list[str]) -> str | None:
+    """The score a stage line shows: the benchmark's overall where it has one, else its one category."""
+    for key in ("overall", "table2.overall", "r2if.overall", "table2.non_live.overall"):
+        if key in scores:
+            return key
+    return f"categories.{categories[0]}.accuracy" if len(categories) == 1 else None
+
+
+def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
+    """Every benchmark suite on checkpoint `name`, then greedy exact match on unseen_tools and val."""
+    b = p.cfg.benchmarks
+    model, tok = load(p.model_dir(name))
+    model.eval()
+    backend = HFBackend(model=model, tokenizer=tok, batch_size=b.batch_size, name=f"quickstart-{name}")
+    controls = Controls(template=evaluation_template(p))
+    sampling = Sampling(temperature=0.0, max_new_tokens=b.max_new_tokens, batch_size=b.batch_size)
+    results: dict[str, Any] = {}
+    for bench, categories in b.suites.items():
+        wall, cpu = time.perf_counter(), time.process_time()
+        data_dir = Path(b.data_dir) / bench if b.data_dir else None  # else $TOOLTUNE_DATA_DIR/<benchmark>
+        summary = evaluate(bench, [(0, backend)], p.out / "evals" / name / bench, controls, categories,
+                           sampling, data_dir, resume=True, model=str(p.model_dir(name)),
+                           show_progress=False, subset=SubsetSpec(int(b.subset.get(bench, 0)), b.subset_seed))
+        scores, errors = summary["scores"], summary.get("standard_errors", {})
+        cats = sorted({k.split(".")[1] for k in scores if k.startswith("categories.")})
+        key = _headline_key(scores, cats)
+        results[bench] = {
+            "run": str(p.out / "evals" / name / bench), "scores": scores, "standard_errors": errors,
+            "subset": summary.get("subset"), "entries": summary["n_entries"], "headline_key": key,
+            "headline": scores.get(key) if key else None, "headline_se": errors.get(key, 0.0) if key else 0.0,
+            "timing": {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu},
+        }
+    sp = p.splits()
+    greedy_backend = HFBackend(model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size,
+                               name=f"quickstart-{name}")
+    wall = time.perf_counter()
+    out = {"benchmarks": results, "unseen_tools": greedy(p, greedy_backend, sp["unseen_tools"]),
+           "val": greedy(p, greedy_backend, sp["val"])}
+    out["splits_timing"] = {"wall_s": time.perf_counter() - wall}
+    return out
+
+
+def _eval_stage(name: str) -> Any:
+    def stage(p: Pipeline) -> dict[str, Any]:
+        return evaluate_checkpoint(p, name)
+
+    stage.__name__ = f"stage_eval_{name}"
+    return stage
+
+
+def real_profile() -> Profile:
+    """The `real` profile's stages, their functions, descriptions, headlines, splits and report."""
+    functions = {"data": stage_real_data, "model": stage_real_model, "sft": stage_sft, "grpo": stage_grpo,
+                 "sft_continued": stage_sft_continued, **{f"eval_{c}": _eval_stage(c) for c in CHECKPOINTS}}
+    return Profile(REAL_STAGES, functions, REAL_DESCRIPTIONS, real_headline, REAL_SPLITS, write_real_report)
+
+
+def base_model_path(model: str) -> Path:
+    """The `model` setting as a folder; a one-line error naming the key when it holds no model."""
+    path = Path(model)
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"model: {model} is not a model folder (no config.json); `make smollm2` writes "
+                          "models/smollm2-135m-instruct, or pass --model DIR")
+    return path

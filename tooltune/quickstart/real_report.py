@@ -1,0 +1,176 @@
+"""DIR/report.json and DIR/report.md of the quickstart's `real` profile (from whatever stages finished).
+
+Scores are the official scorers' on the fixed subsets, each with its standard error over entries; the
+checkpoints are compared on the same entries with paired differences (`evaluation.uncertainty`): SFT
+vs the untrained model, GRPO vs SFT, continued SFT vs SFT, and GRPO vs continued SFT (RL against SFT at
+equal training time, the papers' claim). The unseen-tools split (tool domains never offered in training)
+is scored by greedy exact match with a binomial SE and paired differences (`quickstart.stats`). The phase
+table gives the seconds of every phase: data, model load, SFT, GRPO split into rollout and update,
+continued SFT, and each benchmark of each evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tooltune.evaluation.benchmark import get_benchmark
+from tooltune.evaluation.uncertainty import paired_differences, read_verdicts
+from tooltune.quickstart.report import environment
+from tooltune.quickstart.stats import paired
+
+CHECKPOINT_STAGES = {"base": "eval_base", "sft": "eval_sft", "grpo": "eval_grpo",
+                     "sft_continued": "eval_sft_continued"}
+"""Checkpoint -> the stage that evaluated it."""
+
+COMPARISONS = (("sft", "base", "SFT warm start vs untrained"), ("grpo", "sft", "GRPO vs its SFT start"),
+               ("sft_continued", "sft", "continued SFT vs its SFT start"),
+               ("grpo", "sft_continued", "GRPO vs continued SFT at equal training time"))
+"""(B, A, what B - A measures) for every paired comparison of the report."""
+
+GRPO_KEYS = ("steps", "reward_first", "reward_last", "rollouts_generated", "rollout_s", "update_s")
+
+
+def _keys(config: dict[str, Any], bench: str, scores: dict[str, float], categories: bool = True) -> list[str]:
+    """The benchmark's headline keys (`benchmarks.headline`) that it scored, then (with `categories`, or
+    when none of them was scored) every category's accuracy."""
+    listed = [k.strip() for k in str(config["benchmarks"]["headline"].get(bench, "")).split(",") if k.strip()]
+    found = [k for k in listed if k in scores]
+    if found and not categories:
+        return found
+    accuracies = sorted(k for k in scores if k.startswith("categories.") and k.endswith(".accuracy"))
+    return found + [k for k in accuracies if k not in found]
+
+
+def _scores(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """checkpoint -> benchmark -> key -> {value, se} for the headline keys and every category."""
+    out: dict[str, Any] = {}
+    for ckpt, stage in CHECKPOINT_STAGES.items():
+        if stage not in results:
+            continue
+        out[ckpt] = {}
+        for bench, r in results[stage]["benchmarks"].items():
+            out[ckpt][bench] = {k: {"value": r["scores"][k], "se": r["standard_errors"].get(k)}
+                                for k in _keys(config, bench, r["scores"])}
+    return out
+
+
+def _paired(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for b, a, what in COMPARISONS:
+        sb, sa = results.get(CHECKPOINT_STAGES[b]), results.get(CHECKPOINT_STAGES[a])
+        if sb is None or sa is None:
+            continue
+        for bench, rb in sb["benchmarks"].items():
+            if bench not in sa["benchmarks"]:
+                continue
+            diff = paired_differences(get_benchmark(bench), read_verdicts(sa["benchmarks"][bench]["run"]),
+                                      read_verdicts(rb["run"]))
+            keys = _keys(config, bench, rb["scores"], categories=False)
+            rows.append({"b": b, "a": a, "what": what, "benchmark": bench, "units": diff["units"],
+                         "scores": {k: diff["scores"][k] for k in keys if k in diff["scores"]}})
+        unseen = paired(sb["unseen_tools"]["hits"], sa["unseen_tools"]["hits"])
+        rows.append({"b": b, "a": a, "what": what, "benchmark": "unseen_tools",
+                     "units": len(sb["unseen_tools"]["hits"]),
+                     "scores": {"accuracy": {"delta": unseen["diff"], "se": unseen["se"], "z": unseen["z"]}}})
+    return rows
+
+
+def phases(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Seconds of each phase (wall and CPU where measured), in pipeline order."""
+    rows: list[dict[str, Any]] = []
+
+    def add(phase: str, wall: float | None, cpu: float | None = None) -> None:
+        rows.append({"phase": phase, "wall_s": wall, "cpu_s": cpu})
+
+    for stage, res in results.items():
+        t = res.get("timing", {})
+        if stage == "model":
+            add("model load", res.get("load_s"), None)
+        elif stage == "grpo":
+            add("GRPO (stage)", t.get("wall_s"), t.get("cpu_s"))
+            add("  GRPO rollout", res.get("rollout_s"))
+            add("  GRPO update", res.get("update_s"))
+        elif stage.startswith("eval_"):
+            for bench, r in res["benchmarks"].items():
+                add(f"{stage}: {bench} ({r['entries']} entries)", r["timing"]["wall_s"], r["timing"]["cpu_s"])
+            add(f"{stage}: unseen tools + val", res.get("splits_timing", {}).get("wall_s"))
+        else:
+            add(stage, t.get("wall_s"), t.get("cpu_s"))
+    return rows
+
+
+def build_real(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's content from the settings and the finished stages' results."""
+    unseen = {c: {k: v for k, v in results[s]["unseen_tools"].items() if k in ("accuracy", "se", "n")}
+              for c, s in CHECKPOINT_STAGES.items() if s in results}
+    subsets = {bench: r.get("subset") for s in CHECKPOINT_STAGES.values() if s in results
+               for bench, r in results[s]["benchmarks"].items()}
+    return {
+        "profile": "real", "seed": config["seed"], "model": config["model"],
+        "template": {"train": config["train"]["data"]["template"],
+                     "evaluation": config["benchmarks"]["template"] or config["train"]["data"]["template"]},
+        "data": results.get("data"), "subsets": subsets, "scores": _scores(config, results),
+        "unseen_tools": unseen, "paired": _paired(config, results), "phases": phases(results),
+        "grpo": {k: results["grpo"].get(k) for k in GRPO_KEYS} if "grpo" in results else None,
+        "environment": environment(), "plots": [],
+        "timings": {"stages_wall_s": sum(r.get("timing", {}).get("wall_s", 0.0) for r in results.values()),
+                    "stages_cpu_s": sum(r.get("timing", {}).get("cpu_s", 0.0) for r in results.values())},
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _md(r: dict[str, Any]) -> str:
+    lines = [f"# Quickstart (real model): {r['model']}", "",
+             f"Seed {r['seed']}; training template {r['template']['train']}, evaluation template "
+             f"{r['template']['evaluation']}; greedy evaluation, official scoring.", ""]
+    if r["data"]:
+        sizes = ", ".join(f"{k} {v}" for k, v in r["data"]["sizes"].items())
+        lines += [f"Data: {sizes} ({r['data']['prepared']} prepared samples, {r['data']['domains']} tool "
+                  "domains; unseen_tools = domains no training sample offers).", ""]
+    for bench, subset in r["subsets"].items():
+        if subset:
+            how = subset.get("per_category", "listed")
+            lines.append(f"- {bench}: {subset['entries']} entries, at most {how} per category, seed "
+                         f"{subset.get('seed', '-')}")
+    ckpts = list(r["scores"])
+    lines += ["", "## Scores (%, ± SE over entries)", "", "| benchmark | score | " + " | ".join(ckpts) + " |",
+              "|---|---|" + "---|" * len(ckpts)]
+    benches = {b: list(keys) for c in ckpts for b, keys in r["scores"][c].items()}
+    for bench, keys in benches.items():
+        for key in keys:
+            cells = []
+            for c in ckpts:
+                v = r["scores"][c].get(bench, {}).get(key)
+                cells.append("–" if v is None else f"{_pct(v['value'])} ± {_pct(v['se'])}")
+            lines.append(f"| {bench} | {key} | " + " | ".join(cells) + " |")
+    unseen = [r["unseen_tools"].get(c) for c in ckpts]
+    cells = ["–" if u is None else f"{_pct(u['accuracy'])} ± {_pct(u['se'])}" for u in unseen]
+    lines.append("| unseen tools | greedy exact match | " + " | ".join(cells) + " |")
+    lines += ["", "## Paired differences (B − A on the same entries, points)", "",
+              "| comparison | benchmark | score | B − A | SE | z |", "|---|---|---|---|---|---|"]
+    for row in r["paired"]:
+        for key, d in row["scores"].items():
+            z = "–" if d.get("z") is None else f"{d['z']:+.2f}"
+            lines.append(f"| {row['what']} | {row['benchmark']} | {key} | {100 * d['delta']:+.1f} | "
+                         f"{_pct(d.get('se'))} | {z} |")
+    lines += ["", "Timings", "", "| phase | wall (s) | CPU (s) |", "|---|---|---|"]
+    for p in r["phases"]:
+        wall = "–" if p["wall_s"] is None else f"{p['wall_s']:.0f}"
+        cpu = "–" if p["cpu_s"] is None else f"{p['cpu_s']:.0f}"
+        lines.append(f"| {p['phase']} | {wall} | {cpu} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_real_report(out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]]
+                      ) -> dict[str, Any]:
+    """Write out/report.json and out/report.md; returns the report."""
+    out = Path(out)
+    r = build_real(config, results)
+    (out / "report.json").write_text(json.dumps(r, indent=1))
+    (out / "report.md").write_text(_md(r))
+    return r
