@@ -393,3 +393,19 @@ def test_the_commands_a_preset_cites_exist(preset: Path) -> None:
             build_parser().parse_args(shlex.split(command))
         except SystemExit as exc:
             pytest.fail(f"{preset.name} cites `tooltune {command}`, which the command line refuses ({exc})")
+
+
+def test_the_training_docs_list_every_mcp_key_with_its_default() -> None:
+    import dataclasses
+    import re
+
+    from tooltune.environments.mcp import McpSettings
+
+    text = (REPO / "docs" / "training.md").read_text()
+    listed = dict(re.findall(r"^\| `mcp\.(\w+)` \| ([^|]+) \|", text, re.M))
+    fields = {f.name: f.default for f in dataclasses.fields(McpSettings)}
+    assert set(listed) == set(fields)
+    for name, default in fields.items():
+        shown = json.dumps(default) if isinstance(default, str) else str(default)
+        assert listed[name].strip() == shown, name
+    assert load_config(None, {"mcp.call_seconds": 30}).mcp.call_seconds == 30.0  # a key of `tooltune train`
