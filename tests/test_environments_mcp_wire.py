@@ -21,9 +21,8 @@ def _big_answer(ident: int, size: int, chunk: int = 64 * 1024):
     are read, so that only the cutter's own memory is measured)."""
     yield (json.dumps({"jsonrpc": "2.0", "id": ident})[:-1].encode()
            + b',"result":{"content":[{"type":"text","text":"')
-    piece = b"y" * chunk
     for start in range(0, size, chunk):
-        yield piece[: min(chunk, size - start)]
+        yield b"y" * min(chunk, size - start)  # a new object per piece, as a reader gets them
     yield b'"}],"isError":false}}\n'
 
 

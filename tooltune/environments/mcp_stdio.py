@@ -3,9 +3,9 @@
 `stdio_transport` starts the server and yields the pair of streams the SDK's client session reads and
 writes (the SDK's transport interface), with these properties:
 
-- the server's stdout is read in chunks of up to `CHUNK_BYTES` (through a pipe enlarged to that size
-  where Linux allows) and split into messages by `mcp_wire.MessageCutter`: time linear in the bytes,
-  at most the cap of one message in memory, a message over the cap cut (`mcp_wire.Wire`);
+- the server's stdout is read in chunks of up to `CHUNK_BYTES` (through a pipe enlarged to
+  `PIPE_BYTES` where Linux allows) and split into messages by `mcp_wire.MessageCutter`: time linear
+  in the bytes, at most the cap of one message in memory, a message over the cap cut (`mcp_wire.Wire`);
 - text on stdout that is not MCP ends the session at once (`Wire.problem` says what it was);
 - the server runs in a session and process group of its own; on Linux it also gets SIGKILL when the
   thread that started it (the connections' loop thread, which lives as long as the process) ends
@@ -38,8 +38,10 @@ from tooltune.environments.mcp_wire import MessageCutter, Wire
 
 logger = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20
-"""Most bytes read from a server's stdout at once (and the pipe size asked for)."""
+CHUNK_BYTES = 1 << 18
+"""Most bytes read from a server's stdout at once."""
+PIPE_BYTES = 1 << 20
+"""The size asked for the stdout pipe (fewer, larger reads)."""
 EXIT_SECONDS = 2.0
 """Time a server has to exit once its stdin is closed, and again after SIGTERM."""
 _PR_SET_PDEATHSIG = 1
@@ -69,7 +71,7 @@ def _enlarge(fd: int) -> None:
     if fcntl is None or not sys.platform.startswith("linux"):
         return
     try:
-        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), CHUNK_BYTES)
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", _F_SETPIPE_SZ), PIPE_BYTES)
     except OSError:  # above the user's pipe-size limit
         pass
 
@@ -134,7 +136,7 @@ async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | Non
         os.close(write_fd)
     pgid = proc.pid
     REAPER.register(pgid)
-    stdout = asyncio.StreamReader(limit=CHUNK_BYTES)
+    stdout = asyncio.StreamReader()  # buffers about twice its 64 KiB limit before it pauses the pipe
     loop = asyncio.get_running_loop()
     pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout),
                                            os.fdopen(read_fd, "rb", 0))
