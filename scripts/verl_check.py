@@ -25,7 +25,8 @@ repository root, offline, on CPU:
     gold calls are driven through create / execute / release as verl's `ToolAgentLoop` does (with verl's
     own `AgentData`), then scored by `outcome_score` (1.0), as are a wrong trajectory (0.0) and a row
     whose task does not load (a failed step, no exception); the same tools driven directly under one
-    instance id are judged by calc_reward. (The ``bfcl`` and ``mcp`` environments need bfcl-eval and
+    instance id are judged by calc_reward; the verl command of docs/integrations.md is composed onto
+    verl's config and validated. (The ``bfcl`` and ``mcp`` environments need bfcl-eval and
     the `mcp` SDK, which this environment does not hold; tests/test_integrations_verl.py runs the same
     lifecycle on them without verl.)
 
@@ -73,18 +74,25 @@ def compose(overrides: list[str]) -> Any:
         return hydra_compose(config_name="ppo_trainer", overrides=overrides)
 
 
-def check_config(name: str, settings: dict[str, Any]) -> Any:
-    """(a): compose, validate_config, dataclasses, resolve, read back. Returns the composed config."""
-    from omegaconf import OmegaConf
+def validated(overrides: list[str]) -> tuple[Any, Any]:
+    """verl's config with `overrides`, through validate_config; with its rollout section as verl's
+    dataclass."""
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import omega_conf_to_dataclass, validate_config
 
-    config = compose(overrides_of(settings, "train.parquet", "val.parquet"))
+    config = compose(overrides)
     validate_config(
         config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config)
     )
-    omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
     omega_conf_to_dataclass(config.algorithm)
+    return config, omega_conf_to_dataclass(config.actor_rollout_ref.rollout)
+
+
+def check_config(name: str, settings: dict[str, Any]) -> Any:
+    """(a): compose, validate_config, dataclasses, resolve, read back. Returns the composed config."""
+    from omegaconf import OmegaConf
+
+    config, _ = validated(overrides_of(settings, "train.parquet", "val.parquet"))
     resolved = OmegaConf.create(OmegaConf.to_container(config, resolve=True))  # as verl's TaskRunner does
     for key, want in settings["overrides"].items():
         got = OmegaConf.select(resolved, key)
@@ -239,6 +247,24 @@ def gold_calls(task: Any) -> list[dict[str, Any]]:
     return list(env["goal"])
 
 
+def doc_overrides() -> list[str]:
+    """The overrides of the `verl.trainer.main_ppo` command in docs/integrations.md."""
+    text = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    line = next(x for x in block.splitlines() if VERL_ENTRY in x)
+    tokens = shlex.split(line)
+    return tokens[tokens.index(VERL_ENTRY) + 1 :]
+
+
+def check_doc_command() -> str:
+    """(c): the documented verl command's overrides composed onto verl's config and validated."""
+    overrides = doc_overrides()
+    _, rollout = validated(overrides)
+    if not rollout.multi_turn.enable or not rollout.multi_turn.tool_config_path:
+        raise AssertionError("the documented command does not enable verl's multi-turn tool loop")
+    return f"docs/integrations.md's verl command: {len(overrides)} overrides pass validate_config"
+
+
 def check_agentic(work: Path, n_tasks: int) -> str:
     """(c): agentic export -> verl's tool config loader, RLHFDataset, the tool lifecycle, the reward."""
     import asyncio
@@ -345,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("presets", nargs="*", help="configs/verl/*.yaml (default: all)")
     p.add_argument("--samples", type=int, default=12, help="synthetic samples per preset")
     p.add_argument("--tasks", type=int, default=4, help="agentic check: environment tasks")
-    p.add_argument("--only-agentic", action="store_true", help="run the agentic check (c) alone")
+    p.add_argument("--only-agentic", action="store_true", help="run the agentic checks (c) alone")
     args = p.parse_args(argv)
     os.chdir(REPO)  # reward.custom_reward_function.path is relative to the repository root
     paths = [] if args.only_agentic else (
@@ -378,15 +404,16 @@ def main(argv: list[str] | None = None) -> int:
                 except Exception as e:  # report every preset, then fail
                     failures.append(f"{name} {part}: {type(e).__name__}: {e}")
                     print(f"FAIL  {name:30s} {part:6s} {type(e).__name__}: {e}")
-        t = time.time()
-        try:
-            msg = check_agentic(Path(tmp), args.tasks)
-            print(f"ok    {'environment tasks':30s} agentic {msg} ({time.time() - t:.1f} s)")
-        except Exception as e:  # reported with the presets' results
-            failures.append(f"agentic: {type(e).__name__}: {e}")
-            print(f"FAIL  {'environment tasks':30s} agentic {type(e).__name__}: {e}")
-    print(f"verl-check: {len(paths)} presets and the agentic check in {time.time() - t0:.0f} s")
-    print(f"{len(paths) * 2 + 1 - len(failures)} passed, {len(failures)} failed")
+        for part, check in (("agentic", lambda: check_agentic(Path(tmp), args.tasks)),
+                            ("doc", check_doc_command)):
+            t = time.time()
+            try:
+                print(f"ok    {'environment tasks':30s} {part:6s} {check()} ({time.time() - t:.1f} s)")
+            except Exception as e:  # reported with the presets' results
+                failures.append(f"{part}: {type(e).__name__}: {e}")
+                print(f"FAIL  {'environment tasks':30s} {part:6s} {type(e).__name__}: {e}")
+    print(f"verl-check: {len(paths)} presets and the agentic checks in {time.time() - t0:.0f} s")
+    print(f"{len(paths) * 2 + 2 - len(failures)} passed, {len(failures)} failed")
     return 1 if failures else 0
 
 
