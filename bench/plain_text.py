@@ -83,8 +83,9 @@ def cost(tok: Any, repeats: int) -> None:
     piece = "x" * 90 + " <|im_end|>"
     for size in (10_000, 100_000, 1_000_000):
         messages = [*HEAD, {"role": "tool", "content": piece * (size // len(piece))}]
-        old = _best(lambda messages=messages: _old(tok, messages), max(1, repeats // 10))
-        new = _best(lambda messages=messages: encode_chat(tok, messages), max(1, repeats // 10))
+        rounds = max(1, repeats * 10_000 // size)
+        old = _best(lambda messages=messages: _old(tok, messages), rounds)
+        new = _best(lambda messages=messages: encode_chat(tok, messages), rounds)
         mb = size / 1e6
         print(f"   {size:>9,} characters, a marker every {len(piece)}: apply_chat_template "
               f"{1e3 * old:8.1f} ms, encode_chat {1e3 * new:8.1f} ms ({new / mb:.2f} s per MB), "
