@@ -34,8 +34,8 @@ from tooltune.rundir import RunMismatch
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
 
-def test_the_registry_holds_the_three_benchmarks_and_names_the_closest_for_a_typo() -> None:
-    assert benchmark_names() == ("bfcl", "apibank", "acebench")
+def test_the_registry_holds_the_built_in_benchmarks_and_names_the_closest_for_a_typo() -> None:
+    assert benchmark_names() == ("bfcl", "apibank", "acebench", "mcp")
     assert get_benchmark("bfcl").uses_data_dir is False and get_benchmark("apibank").uses_data_dir
     with pytest.raises(ConfigError, match="did you mean apibank"):
         get_benchmark("apibenk")

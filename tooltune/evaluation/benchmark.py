@@ -34,6 +34,7 @@ BENCHMARK_MODULES = (
     "tooltune.evaluation.bfcl_benchmark",
     "tooltune.evaluation.apibank.benchmark",
     "tooltune.evaluation.acebench.benchmark",
+    "tooltune.evaluation.mcp_benchmark",
 )
 """The modules that register the built-in benchmarks (imported on the first registry lookup)."""
 
