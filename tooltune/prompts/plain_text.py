@@ -77,7 +77,8 @@ def markers(tokenizer: Any) -> Markers:
             special.add(text)
     special = {t for t in special if t and not t.isspace()}
     added = {t for t in added if t and not t.isspace()} | special
-    ids = frozenset(i for i, t in decoder.items() if getattr(t, "content", t) in added)
+    ids = frozenset(i for i, t in decoder.items() if getattr(t, "content", t) in added) | frozenset(
+        i for i in getattr(tokenizer, "all_special_ids", ()) if isinstance(i, int))
     found = Markers(_pattern(special), _pattern(added), ids)
     try:
         _CACHE[tokenizer] = (len(decoder), found)
