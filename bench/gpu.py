@@ -20,7 +20,10 @@ figure below is of an untrained model). Parts (`--parts`, all by default):
   tokenizer's vocabulary) on the efficiency paper's regime (configs/quickstart_efficiency_paper.yaml:
   prompts of ~500 tokens of tool documentation), 16 prompts x 8 rollouts of up to 256 tokens: rollout /
   update time split, generation tokens/s, and the update path and checkpointing the run chose;
-- `quickstart`: the mini quickstart (configs/quickstart_mini.yaml) end to end, wall time per stage.
+- `quickstart`: the mini quickstart (configs/quickstart_mini.yaml) end to end, wall time per stage;
+- `rollout`: bench/rollout.py on the device (float32): today's generation against group prefill and
+  kept episode caches at the tiny and SmolLM2-135M shapes, 512 / 1024 / 2048-token prompts, n 8 and 16,
+  128 new tokens, a 6-turn episode, whole GRPO steps; equal tokens and log-probs checked in the same run.
 
 Results go to `--out` as gpu.json and gpu.md (the markdown table), with the device, versions and date.
 A full run takes about 8 minutes on one H100 or H200 (`--budget-s` bounds the update part: cells past it
@@ -62,7 +65,7 @@ VARIANTS = (  # most informative first: the time budget cuts from the end
     ("packed_flex", True),
     ("packed_flex", False),
 )
-PARTS = ("peak", "update", "train", "quickstart")
+PARTS = ("peak", "update", "train", "quickstart", "rollout")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -327,6 +330,15 @@ def quickstart_part(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     return {"wall_s": time.perf_counter() - t0, "stage_seconds": stages}
 
 
+def rollout_part(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """bench/rollout.py's rows: its full grid (its quick grid under --quick), two rounds a cell."""
+    import rollout  # bench/rollout.py
+
+    argv = ["--threads", str(args.threads), "--seed", str(args.seed)]
+    argv += ["--quick"] if args.quick else ["--repeats", "2", "--groups", "2", "--steps", "2"]
+    return rollout.run(rollout.parse_args(argv), say=lambda line: print(line, flush=True))
+
+
 def markdown(result: dict[str, Any]) -> str:
     info = result["device"]
     lines = [
@@ -361,6 +373,11 @@ def markdown(result: dict[str, Any]) -> str:
     if "quickstart" in result:
         q = result["quickstart"]
         lines += [f"Mini quickstart: {q['wall_s']:.1f} s end to end.", ""]
+    if "rollout" in result:
+        from rollout import HEADER, markdown_line  # bench/rollout.py
+
+        lines += ["Rollouts (bench/rollout.py): today's generation vs the new path.", "", HEADER]
+        lines += [markdown_line(r) for r in result["rollout"]] + [""]
     return "\n".join(lines)
 
 
@@ -383,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
         result["train"] = train_part(args, out)
     if "quickstart" in parts:
         result["quickstart"] = quickstart_part(args, out)
+    if "rollout" in parts:
+        result["rollout"] = rollout_part(args)
     (out / "gpu.json").write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
     (out / "gpu.md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))

@@ -42,9 +42,13 @@ def test_quick_run_through_the_cli_writes_every_part(tmp_path: Path, monkeypatch
     assert train["generated_tokens"] > 0 and train["generation_tokens_per_s"] > 0
     assert train["update_plan"]["checkpointing"] is False  # on CPU
     assert set(result["quickstart"]["stage_seconds"]) == set(STAGES)
+    rollout = result["rollout"]
+    assert {r["case"] for r in rollout} == {"grpo", "grpo_sampled", "episode", "step"}
+    assert all(r["tokens_equal"] is not False and r["speedup"] > 0 for r in rollout)
     table = (out / "gpu.md").read_text()
     assert "| shape | prompt | n | path |" in table and "--quick: smoke test" in table
     assert all(f"| {path} |" in table for path, _ in gpu.VARIANTS)
+    assert "| episode | tiny |" in table
 
 
 def test_flops_count_the_work_each_variant_does() -> None:
