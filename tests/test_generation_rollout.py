@@ -225,3 +225,23 @@ def test_backend_episode_turns_reuse_the_cache_and_equal_a_full_prefill(tiny_mod
     assert len(texts) == 3 and len(set(texts)) == 1 and forced.generate([request])[0] == texts
     with pytest.raises(ValueError, match="rollout_path"):
         make_backend("hf", model_path=tiny_model_dir, rollout_path="fast")
+
+
+def test_finished_rows_leave_the_loop_with_equal_tokens_and_cached_keys(
+    model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cls, calls = rollout.slot_cache_class(), []
+    selected = cls.selected
+    monkeypatch.setattr(cls, "selected", lambda self, rows: calls.append(len(rows)) or selected(self, rows))
+    prompts = prompts_of(5, 13, 8, 6, seed=11)
+    greedy = reference(model, prompts, 1, 10, {STOP})
+    stops = {greedy[0][1], greedy[2][2]}  # prompt 0's rows stop at their second token
+    got = sample(model, prompts, 2, Sampling(10), pad_id=PAD, stop_ids=stops)
+    assert calls and calls[0] <= 6 and got.ids == reference(model, prompts, 2, 10, stops)
+    cache = PrefixCache()
+    first = sample(model, prompts, 1, Sampling(10), pad_id=PAD, stop_ids=stops, prefix_cache=cache)
+    assert len(cache) == 4  # the rows that left the loop early were stored too
+    contexts = [p + ids + [7, 8, 9] for p, ids in zip(prompts, first.ids, strict=True)]
+    again = sample(model, contexts, 1, Sampling(6), pad_id=PAD, stop_ids=stops, prefix_cache=cache)
+    plain = sample(model, contexts, 1, Sampling(6), pad_id=PAD, stop_ids=stops)
+    assert cache.hits == 4 and again.ids == plain.ids

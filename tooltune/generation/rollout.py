@@ -43,7 +43,7 @@ import dataclasses
 import inspect
 import logging
 import os
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -202,12 +202,23 @@ def _group_prefill(
         mask, positions, logits = mask[rows], positions[rows], logits[rows]
     width = cache.get_seq_length()
     mask = torch.cat([mask, mask.new_ones(len(sources), sampling.max_new_tokens)], dim=1)
-    new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids)
+
+    def retire(cache: Any, mask: torch.Tensor, in_cache: list[int], rows: list[int],
+               tokens: torch.Tensor) -> None:
+        """Put each row's prompt + completion (all but its last token: that one's keys were never
+        computed) in `prefix_cache`, its keys gathered from the unmasked columns."""
+        generated = torch.arange(width, mask.shape[1], device=mask.device)
+        for i, row in zip(in_cache, rows, strict=True):
+            completion = _cut(tokens[row].tolist(), stop_ids)
+            columns = torch.cat([mask[i, :width].nonzero()[:, 0], generated[: len(completion) - 1]])
+            prefix_cache.put(list(order[sources[row]]) + completion[:-1],
+                             [(layer.key_buffer[i].index_select(1, columns),
+                               layer.value_buffer[i].index_select(1, columns)) for layer in cache.layers])
+
+    new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids,
+                         retire if prefix_cache is not None else None)
     ids = [_cut(row, stop_ids) for row in new.tolist()]
-    lps = [lp[: len(i)] for lp, i in zip(logps.tolist(), ids, strict=True)]
-    if prefix_cache is not None:
-        _store(prefix_cache, cache, mask, width, [order[r] for r in sources], ids)
-    return ids, lps
+    return ids, [lp[: len(i)] for lp, i in zip(logps.tolist(), ids, strict=True)]
 
 
 @contextlib.contextmanager
@@ -298,30 +309,49 @@ def _decode(
     sampling: Sampling,
     pad_id: int,
     stop_ids: Collection[int],
+    retire: Callable[..., None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The decode loop over every row at once: (new tokens, their log-probs), ``[rows, steps]``."""
+    """The decode loop over every row at once: (new tokens, their log-probs), ``[rows, steps]``.
+
+    Once a quarter of the rows in the loop have finished, the loop goes on without them (their cache rows
+    are dropped: a copy of the others' filled slots, about one step of a concatenating cache), so that
+    the long completions of a batch do not carry the finished ones. `retire(cache, mask, rows_in_cache,
+    rows, tokens)` is called for the rows leaving the loop and, at the end, for the rows still in it."""
     import torch  # deferred: torch is heavy
 
-    device, rows = logits.device, logits.shape[0]
+    device, total = logits.device, logits.shape[0]
     generator = None
     if sampling.seed is not None and sampling.temperature > 0:
         generator = torch.Generator(device=device).manual_seed(sampling.seed)
     stops = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
-    done = torch.zeros(rows, dtype=torch.bool, device=device)
-    tokens, logps = [], []
-    width, keep = cache.get_seq_length(), _keep_last(model)
+    tokens = torch.full((total, sampling.max_new_tokens), pad_id, dtype=torch.long, device=device)
+    logps = torch.zeros(total, sampling.max_new_tokens, device=device)
+    rows = torch.arange(total, device=device)  # the output row of each row of the loop
+    done = torch.zeros(total, dtype=torch.bool, device=device)
+    width, keep, steps = cache.get_seq_length(), _keep_last(model), 0
     for step in range(sampling.max_new_tokens):
         token, logp = _pick(logits, sampling, generator)
         token = token.masked_fill(done, pad_id)
-        tokens.append(token)
-        logps.append(logp.masked_fill(done, 0.0))
+        tokens[rows, step], logps[rows, step] = token, logp.masked_fill(done, 0.0)
         done |= torch.isin(token, stops)
-        if step + 1 == sampling.max_new_tokens or bool(done.all()):
+        steps = step + 1
+        if steps == sampling.max_new_tokens or bool(done.all()):
             break
+        finished = int(done.sum())
+        if finished and 4 * finished >= len(done):
+            going = (~done).nonzero()[:, 0]
+            if retire is not None:
+                gone = done.nonzero()[:, 0]
+                retire(cache, mask, gone.tolist(), rows[gone].tolist(), tokens)
+            cache = cache.selected(going.tolist())
+            mask, positions, rows, token = mask[going], positions[going], rows[going], token[going]
+            done = done[going]
         out = model(input_ids=token[:, None], attention_mask=mask[:, : width + step + 1],
                     position_ids=(positions + step)[:, None], past_key_values=cache, use_cache=True, **keep)
         logits = out.logits[:, -1].float()
-    return torch.stack(tokens, dim=1), torch.stack(logps, dim=1)
+    if retire is not None:
+        retire(cache, mask, list(range(len(rows))), rows.tolist(), tokens)
+    return tokens[:, :steps], logps[:, :steps]
 
 
 def _pick(logits: torch.Tensor, sampling: Sampling, generator: Any) -> tuple[torch.Tensor, torch.Tensor]:
@@ -352,20 +382,6 @@ def _cut(row: list[int], stop_ids: Collection[int]) -> list[int]:
         if t in stop_ids:
             return row[: i + 1]
     return row
-
-
-def _store(prefix_cache: PrefixCache, cache: Any, mask: torch.Tensor, width: int,
-           prompts: list[tuple[int, ...]], completions: list[list[int]]) -> None:
-    """Put each row's prompt + completion (all but its last token: that one's keys were never computed)
-    in `prefix_cache`, its keys gathered from the unmasked columns."""
-    import torch  # deferred: torch is heavy
-
-    generated = torch.arange(width, mask.shape[1], device=mask.device)
-    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
-        tokens = list(p) + c[:-1]
-        columns = torch.cat([mask[i, :width].nonzero()[:, 0], generated[: len(c) - 1]])
-        prefix_cache.put(tokens, [(layer.key_buffer[i].index_select(1, columns),
-                                   layer.value_buffer[i].index_select(1, columns)) for layer in cache.layers])
 
 
 # --------------------------------------------------------------------------------------------

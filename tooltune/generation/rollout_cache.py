@@ -29,7 +29,8 @@ def slot_cache_class() -> type:
     """`SlotCache`, a transformers `Cache` of `SlotLayer`s (built on first use: transformers is heavy).
 
     ``SlotCache.allocate(num_layers, rows, heads, capacity, head_dim, like)`` gives empty buffers;
-    ``cache.expanded(rows, capacity)`` a new cache whose row i is row ``rows[i]`` of this one."""
+    ``cache.expanded(rows, capacity)`` a new cache whose row i is row ``rows[i]`` of this one (rows in runs
+    of copies), ``cache.selected(rows)`` one of the given rows only."""
     from transformers.cache_utils import Cache, DynamicLayer  # deferred: transformers is heavy
 
     class SlotLayer(DynamicLayer):
@@ -86,6 +87,17 @@ def slot_cache_class() -> type:
                     for source, start, count in runs:  # a broadcast copy: far faster than index_select
                         buffer[start : start + count, :, : layer.length] = filled[source : source + 1]
                     pair.append(buffer)
+                layers.append(SlotLayer(pair[0], pair[1], layer.length))
+            return SlotCache(layers)
+
+        def selected(self, rows: Sequence[int]) -> SlotCache:
+            layers = []
+            for layer in self.layers:
+                pair = []
+                for buffer in (layer.key_buffer, layer.value_buffer):
+                    kept = buffer.new_empty((len(rows), *buffer.shape[1:]))
+                    kept[:, :, : layer.length] = buffer[rows, :, : layer.length]
+                    pair.append(kept)
                 layers.append(SlotLayer(pair[0], pair[1], layer.length))
             return SlotCache(layers)
 
