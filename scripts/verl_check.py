@@ -343,7 +343,7 @@ def check_agentic(work: Path, n_tasks: int) -> str:
         broken = {**row, "tools_kwargs": {"tooltune": {"create_kwargs": {"task": "{cut"}}}}
         _, broken_texts = loop.run_until_complete(trajectory(broken, gold[:1]))
         direct_score = loop.run_until_complete(direct(task, gold))
-        # one extra_info per rollout: verl's reward manager merges the trajectory's fields into it in place
+        # one extra_info per rollout, as the agent loop's per-trajectory call to the reward worker has it
         batch += [({**row, "extra_info": dict(row["extra_info"])}, text) for text in ("done", "done", "")]
         fields += [gold_fields, wrong_fields, {}]
         expected += [1.0, 0.0, outcome_score("", "", None, row["extra_info"])]  # no step: the initial state

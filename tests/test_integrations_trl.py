@@ -31,7 +31,7 @@ from tooltune.integrations.trl import (
     environment_rows,
     mcp_environment_class,
 )
-from tooltune.schema import ToolSpec
+from tooltune.schema import Sample, ToolSpec
 
 pytest.importorskip("trl")
 
@@ -91,6 +91,22 @@ def test_grpo_trains_on_the_synthetic_environment_with_its_reward(tiny_model_dir
     assert sorted(s["rewards/SyntheticChainEnvironment/mean"] for s in steps) == [0.0, 1.0]
     assert all(s["tools/call_frequency"] == 2.0 and s["tools/failure_frequency"] == 0.0 for s in steps)
     assert "the row's task did not load" in caplog.text
+
+
+def test_grpo_trains_on_bfcl_multi_turn_api_classes(tiny_model_dir: Path, tmp_path: Path):
+    pytest.importorskip("bfcl_eval")
+    from tooltune.data.synthetic.bfcl_tasks import generate_bfcl_tasks
+
+    def gold_of(task: Sample) -> list[dict]:
+        return [c for turn in task.meta["env"]["ground_truth"] for c in turn]
+
+    task = min(generate_bfcl_tasks(8, seed=0, split="train"), key=lambda t: len(gold_of(t)))  # a short one
+    gold = gold_of(task)
+    factories = environment_factories([task])
+    trainer = _train(tiny_model_dir, environment_rows([task]) * 2, factories, gold, tmp_path)
+    steps = _steps(trainer)
+    assert [s["rewards/BfclEnvironment/mean"] for s in steps] == [1.0, 1.0]  # BFCL's state checker agrees
+    assert all(s["tools/call_frequency"] == float(len(gold)) for s in steps)
 
 
 def test_grpo_trains_on_the_mcp_notes_server(tiny_model_dir: Path, tmp_path: Path):
