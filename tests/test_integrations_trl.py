@@ -29,6 +29,7 @@ from tooltune.integrations.trl import (
     environment_class,
     environment_factories,
     environment_rows,
+    final_answer_reward,
     mcp_environment_class,
 )
 from tooltune.schema import Sample, ToolSpec
@@ -163,3 +164,30 @@ def test_calls_without_a_task_or_outside_the_task_are_failed_steps_not_exception
     env.reset(**other)
     assert "not 'synthetic_chain'" in env.search_trains(origin="A", destination="B")
     assert env.get_reward() == 0.0
+
+
+def test_final_answer_reward_judges_with_the_last_assistant_text():
+    pytest.importorskip("mcp")
+    cls = mcp_environment_class(NOTES, exclude=["reset_notes"], reward="final_answer")
+    assert not hasattr(cls, "get_reward")  # TRL then takes the reward from reward_funcs only
+    add = {"name": "add_note", "arguments": {"title": "groceries", "text": "milk"}}
+    task = task_from_record({"id": "notes-2", "prompt": "Save a note titled groceries that says milk",
+                             "check": [{"kind": "calls", "calls": [add]},
+                                       {"kind": "answer", "contains": ["saved groceries"]}]},
+                            McpServer.parse(NOTES), cls.tool_specs)
+    envs = [cls(), cls()]
+    try:
+        for env in envs:
+            env.reset(**environment_rows([task])[0])
+            assert json.loads(env.add_note(title="groceries", text="milk"))["saved"] == "groceries"
+        completions = [
+            [{"role": "assistant", "content": ""}, {"role": "tool", "content": "{}"},
+             {"role": "assistant", "content": "I saved  Groceries."}],
+            [{"role": "assistant", "content": "Done."}],
+        ]
+        assert final_answer_reward(completions=completions, environments=envs) == [1.0, 0.0]
+        assert final_answer_reward(completions=["x"], environments=[object()]) == [None]
+    finally:
+        close_all()
+    with pytest.raises(ValueError, match="choose one of"):
+        environment_class("synthetic_chain", [], reward="sometimes")

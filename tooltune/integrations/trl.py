@@ -18,9 +18,13 @@ from an MCP server's tool list.
 Nothing here raises inside TRL's loop on a bad row or a bad call: a row whose task does not load leaves
 the rollout without a task (every call answers an error message saying why, the reward is 0.0), a call
 to a tool the row's task does not offer, or with arguments that do not fit, is the environment's own
-failed step (`Environment.step`); each reason is logged. ``get_reward`` judges the state reached; a task
-whose check reads the final answer text (an ``mcp`` ``answer`` check) sees an empty answer here, since
-TRL does not hand the final text to the environment.
+failed step (`Environment.step`); each reason is logged.
+
+``get_reward`` judges the state reached without the final answer text, which TRL does not hand to the
+environment: a task whose check reads it (an ``mcp`` ``answer`` check) sees an empty answer. For such
+tasks build the classes with ``reward="final_answer"`` (no ``get_reward``) and pass `final_answer_reward`
+as a reward function: TRL gives reward functions the rollouts' environments, and it judges each with the
+text of the rollout's last assistant message.
 """
 
 from __future__ import annotations
@@ -91,12 +95,12 @@ class TRLEnvironment:
         self._task = task
         return None
 
-    def get_reward(self) -> float:
+    def _outcome_score(self, final_text: str | None) -> float:
         """The environment's outcome score for the state reached (0.0 for a rollout without a task)."""
         if self._task is None:
             return 0.0
         try:
-            self.last_outcome = self._environment.outcome(None)
+            self.last_outcome = self._environment.outcome(final_text)
         except Exception as e:  # an outcome check failing is a failed episode, never a crashed step
             logger.warning("%s: sample %r: the outcome check failed: %s", type(self).__name__,
                            self._task.id, e)
@@ -119,6 +123,38 @@ class TRLEnvironment:
         return result.content
 
 
+class RewardingTRLEnvironment(TRLEnvironment):
+    """A TRL environment that owns its reward: TRL calls ``get_reward`` once per rollout."""
+
+    def get_reward(self) -> float:
+        """The environment's outcome score for the state reached (0.0 for a rollout without a task)."""
+        return self._outcome_score(None)
+
+
+REWARDS = {"get_reward": RewardingTRLEnvironment, "final_answer": TRLEnvironment}
+"""How a generated class is rewarded: by its own ``get_reward``, or by `final_answer_reward`."""
+
+
+def _final_text(completion: Any) -> str:
+    """The content of a rollout's last assistant message (TRL's conversational completion)."""
+    if isinstance(completion, str):
+        return completion
+    for message in reversed(completion if isinstance(completion, list) else []):
+        if isinstance(message, dict) and message.get("role") == "assistant":
+            content = message.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def final_answer_reward(completions: Sequence[Any] = (), environments: Sequence[Any] | None = None,
+                        **kwargs: Any) -> list[float | None]:
+    """TRL reward function: each rollout's environment judged with the rollout's final answer text (None,
+    i.e. not applicable, for a rollout whose environment is not a generated tooltune class)."""
+    envs = list(environments or [None] * len(completions))
+    return [env._outcome_score(_final_text(c)) if isinstance(env, TRLEnvironment) else None
+            for c, env in zip(completions, envs)]
+
+
 def _method(tool: PythonTool) -> Callable[..., str]:
     def call(self: TRLEnvironment, **arguments: Any) -> str:
         return self._call(tool.method, arguments)
@@ -130,10 +166,14 @@ def _method(tool: PythonTool) -> Callable[..., str]:
     return call
 
 
-def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: str | None = None) -> type:
+def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: str | None = None,
+                      reward: str = "get_reward") -> type:
     """A TRL environment class for the registered environment `environment` whose methods are `tools`
-    (the first spec of a name wins). ValueError when `environment` is not registered."""
+    (the first spec of a name wins), rewarded as `reward` says (`REWARDS`). ValueError when `environment`
+    is not registered or `reward` is unknown."""
     make_environment(environment)  # the ValueError naming the known ones, before TRL probes the class
+    if reward not in REWARDS:
+        raise ValueError(f"reward {reward!r}: choose one of {sorted(REWARDS)}")
     unique = list({t.name: t for t in reversed(list(tools))}.values())[::-1]
     methods = python_tools(unique)
     body: dict[str, Any] = {"environment_name": environment, "tool_methods": {m.method: m for m in methods},
@@ -141,7 +181,7 @@ def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: s
                             "__doc__": f"The {environment!r} tooltune environment as a TRL environment."}
     body.update({m.method: _method(m) for m in methods})
     name = class_name or "".join(p.capitalize() for p in _split(environment)) + "Environment"
-    return type(name, (TRLEnvironment,), body)
+    return type(name, (REWARDS[reward],), body)
 
 
 def _split(name: str) -> list[str]:
@@ -155,10 +195,11 @@ def _tools_by_environment(tasks: Sequence[Sample]) -> dict[str, list[ToolSpec]]:
     return grouped
 
 
-def environment_factories(tasks: Sequence[Sample]) -> dict[str, type]:
+def environment_factories(tasks: Sequence[Sample], reward: str = "get_reward") -> dict[str, type]:
     """TRL's dict form for `tasks`: one class per environment name, its methods the union of its tasks'
     tools (a task's own tools are the only ones it accepts). TaskError names a task without one."""
-    return {name: environment_class(name, tools) for name, tools in _tools_by_environment(tasks).items()}
+    return {name: environment_class(name, tools, reward=reward)
+            for name, tools in _tools_by_environment(tasks).items()}
 
 
 def environment_rows(tasks: Sequence[Sample]) -> list[dict[str, Any]]:
@@ -174,7 +215,7 @@ def environment_rows(tasks: Sequence[Sample]) -> list[dict[str, Any]]:
 
 
 def mcp_environment_class(
-    server: Any, settings: McpSettings | None = None, exclude: Sequence[str] = ()
+    server: Any, settings: McpSettings | None = None, exclude: Sequence[str] = (), reward: str = "get_reward"
 ) -> type:
     """A TRL environment class of the ``mcp`` environment whose methods are the tools `server` lists (a
     command line, argv list, URL or `McpServer`), but those in `exclude` (a reset tool, say). The server
@@ -185,8 +226,9 @@ def mcp_environment_class(
         tools = [t for t in conn.list_tools() if t.name not in set(exclude)]
     finally:
         conn.close()
-    return environment_class("mcp", tools, "McpEnvironment")
+    return environment_class("mcp", tools, "McpEnvironment", reward)
 
 
-__all__ = ["ENVIRONMENT_COLUMN", "TASK_COLUMN", "TRLEnvironment", "environment_class",
-           "environment_factories", "environment_rows", "load_task", "mcp_environment_class"]
+__all__ = ["ENVIRONMENT_COLUMN", "REWARDS", "TASK_COLUMN", "RewardingTRLEnvironment", "TRLEnvironment",
+           "environment_class", "environment_factories", "environment_rows", "final_answer_reward",
+           "load_task", "mcp_environment_class"]
