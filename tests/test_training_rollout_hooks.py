@@ -104,3 +104,53 @@ def test_two_processes_generate_on_the_group_prefill_path(tiny_model_dir: Path, 
         assert calls == [["group_prefill", 4]]
     records = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert path_metric(records) == 1.0
+
+
+class FakeTrainer:
+    """The attributes of TRL's trainer that the hooks read, set per test."""
+
+    def __init__(self, **over: Any) -> None:
+        from types import SimpleNamespace
+
+        self.tt_rollout_path, self.use_vllm, self.use_transformers_continuous_batching = "auto", False, False
+        self.min_p, self.repetition_penalty = None, 1.0
+        self.is_fsdp_enabled = self.is_deepspeed_enabled = False
+        self.args = SimpleNamespace(generation_kwargs=None)
+        self.state, self.model = SimpleNamespace(global_step=0), SimpleNamespace(training=True)
+        self.rollout_func = None
+        self.__dict__.update(over)
+
+
+@pytest.mark.parametrize("over,reason", [
+    ({}, None),
+    ({"tt_rollout_path": "generate"}, "grpo.rollout_path is generate"),
+    ({"use_vllm": True}, "vLLM"),
+    ({"min_p": 0.1}, "min_p"),
+    ({"repetition_penalty": 1.1}, "repetition penalty"),
+    ({"is_deepspeed_enabled": True}, "sharded"),
+])
+def test_calls_sample_cannot_reproduce_stay_on_trls_generation(over: dict, reason: str | None) -> None:
+    from tooltune.training.rollout_hooks import RolloutHooks
+
+    trainer = FakeTrainer(**over)
+    got = RolloutHooks._tt_rollout_problem(trainer, None, {})
+    if reason is None:
+        assert got is None
+        assert "multimodal" in RolloutHooks._tt_rollout_problem(trainer, None, {"pixel_values": 1})
+    else:
+        assert reason in got
+
+
+def test_episode_cache_lives_for_one_step_in_one_mode() -> None:
+    from tooltune.training.rollout_hooks import RolloutHooks
+
+    trainer = FakeTrainer()
+    assert RolloutHooks._tt_episode_cache(trainer) is None  # no rollout function: single-turn GRPO
+    trainer.rollout_func = object()
+    first = RolloutHooks._tt_episode_cache(trainer)
+    assert first is not None and RolloutHooks._tt_episode_cache(trainer) is first
+    trainer.state.global_step = 1  # the weights changed
+    second = RolloutHooks._tt_episode_cache(trainer)
+    assert second is not first
+    trainer.model.training = False
+    assert RolloutHooks._tt_episode_cache(trainer) is not second

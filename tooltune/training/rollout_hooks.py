@@ -93,7 +93,8 @@ class RolloutHooks:
         key = (self.state.global_step, self.model.training)
         if getattr(self, "_tt_episode_key", None) != key:
             self._tt_episode_key = key
-            self._tt_episodes = PrefixCache()
+            # a batch's episodes at once: one entry per rollout, each its context so far
+            self._tt_episodes = PrefixCache(max_tokens=65536, max_entries=512)
         return self._tt_episodes
 
     def _tt_log_rollout(self, message: str, level: int) -> None:
