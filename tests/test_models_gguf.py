@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -288,4 +289,14 @@ def test_an_unknown_dtype_is_refused(tiny_llama, tmp_path, capsys):
     out = tmp_path / "model"
     assert cli.main(["models", "from-gguf", str(tiny_llama[0]), "--out", str(out), "--dtype", "int8"]) == 2
     assert "dtype must be one of float32, bfloat16, float16, got 'int8'" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_without_the_gguf_package_the_command_says_what_to_install(tiny_llama, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "gguf", None)  # `import gguf` fails as when it is not installed
+    monkeypatch.delitem(sys.modules, "tooltune.models.gguf")
+    out = tmp_path / "model"
+    assert cli.main(["models", "from-gguf", str(tiny_llama[0]), "--out", str(out)]) == cli.EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "gguf is not installed" in err and "pip install gguf" in err
     assert not out.exists()

@@ -59,6 +59,7 @@ OPTIONAL_DEPENDENCIES: dict[str, Dependency] = {
     "pyarrow": _pinned("pyarrow", "parquet files (data export --format verl, parquet inputs)"),
     "datasets": _pinned("datasets", "Hugging Face datasets (hf: inputs, data export --format hf, training)"),
     "tensorboard": _pinned("tensorboard", "run.report_to: [tensorboard]"),
+    "gguf": _pinned("gguf", "reading GGUF files (tooltune models from-gguf)"),
     "mcp": Dependency("mcp", "the mcp environment and tooltune data tasks mcp (MCP servers)",
                       "`pip install mcp==2.3.0` (the version pinned in requirements/lock.txt)"),
     "vllm": Dependency("vllm", "grpo.use_vllm (rollouts on a GPU)",
