@@ -397,7 +397,7 @@ def test_native_template_renders_every_prompt_with_its_tools(
     from tooltune.training.runner import train
 
     rendered: list[str] = []
-    tokenize, prompt_text = ToolTuneGRPOTrainer._tokenize_prompts, HFBackend.prompt_text
+    tokenize, prompt_ids = ToolTuneGRPOTrainer._tokenize_prompts, HFBackend.prompt_ids
 
     def spy(trainer: Any, prompts: list) -> tuple:
         ids, images, fields = tokenize(trainer, prompts)
@@ -406,8 +406,12 @@ def test_native_template_renders_every_prompt_with_its_tools(
 
     heldout: list[str] = []
     monkeypatch.setattr(ToolTuneGRPOTrainer, "_tokenize_prompts", spy)
-    monkeypatch.setattr(HFBackend, "prompt_text",
-                        lambda b, r: heldout.append(prompt_text(b, r)) or heldout[-1])
+    def ids_spy(backend: Any, request: Any) -> list[int]:
+        ids = prompt_ids(backend, request)
+        heldout.append(backend.tokenizer.decode(ids))
+        return ids
+
+    monkeypatch.setattr(HFBackend, "prompt_ids", ids_spy)
     rows = _native_rows(2)  # one prompt per group: both are rendered in the one step
     assert all(m["role"] != "system" for r in rows for m in r["prompt"])  # no tool list in the messages
     cfg = make_config(tiny_model_dir, tmp_path / "native", **{
