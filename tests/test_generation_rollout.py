@@ -245,3 +245,10 @@ def test_finished_rows_leave_the_loop_with_equal_tokens_and_cached_keys(
     again = sample(model, contexts, 1, Sampling(6), pad_id=PAD, stop_ids=stops, prefix_cache=cache)
     plain = sample(model, contexts, 1, Sampling(6), pad_id=PAD, stop_ids=stops)
     assert cache.hits == 4 and again.ids == plain.ids
+
+
+def test_buffers_take_the_dtype_the_model_computes_under_autocast(model: torch.nn.Module) -> None:
+    prompts = prompts_of(5, 9, seed=6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # float32 weights, bfloat16 keys and values
+        got = sample(model, prompts, 2, Sampling(6), pad_id=PAD, stop_ids={STOP})
+        assert got.ids == reference(model, prompts, 2, 6, {STOP})

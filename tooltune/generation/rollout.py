@@ -197,7 +197,7 @@ def _group_prefill(
     sources = [distinct[tuple(p)] for p in prompts for _ in range(n)]
     cache, mask, positions, logits = _prefill(model, order, sampling.max_new_tokens, pad_id, prefix_cache)
     if sources != list(range(len(order))):
-        cache = cache.expanded(sources, cache.layers[0].key_buffer.shape[2])
+        cache = cache.expanded(sources, cache.layers[0].capacity)
         rows = torch.tensor(sources, device=device)
         mask, positions, logits = mask[rows], positions[rows], logits[rows]
     width = cache.get_seq_length()
@@ -265,29 +265,26 @@ def _prefill(
                  "chat template that re-renders earlier turns): it is prefilled in full")
     held = max(k for k, _ in reused)
     fresh = max(len(p) - k for p, (k, _) in zip(prompts, reused, strict=True))
-    config = model.config.get_text_config(decoder=True) if hasattr(model, "config") else None
-    layers = config.num_hidden_layers
-    kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-    like = next((p for p in model.parameters() if p.is_floating_point()), torch.empty(0, device=device))
-    capacity = held + fresh + max_new
-    cache = slot_cache_class().allocate(layers, len(prompts), kv_heads, capacity, head_dim, like)
     mask = torch.zeros(len(prompts), held + fresh, dtype=torch.long, device=device)
     ids = torch.full((len(prompts), fresh), pad_id, dtype=torch.long, device=device)
     pos = torch.ones(len(prompts), fresh, dtype=torch.long, device=device)
+    prefixes = None
     for i, (p, (k, key)) in enumerate(zip(prompts, reused, strict=True)):
         if k:
-            for layer, (keys, values) in zip(cache.layers, prefix_cache.take(key, k), strict=True):
-                layer.key_buffer[i, :, held - k : held] = keys
-                layer.value_buffer[i, :, held - k : held] = values
+            taken = prefix_cache.take(key, k)
+            if prefixes is None:  # per layer [rows, heads, held, dim], zeros where a row holds less
+                prefixes = [tuple(t.new_zeros((len(prompts), t.shape[0], held, t.shape[2])) for t in kv)
+                            for kv in taken]
+            for (keys, values), (k_held, v_held) in zip(prefixes, taken, strict=True):
+                keys[i, :, held - k :] = k_held
+                values[i, :, held - k :] = v_held
             mask[i, held - k : held] = 1
         rest = p[k:]
         ids[i, fresh - len(rest) :] = torch.tensor(rest, device=device)
         pos[i, fresh - len(rest) :] = torch.arange(k, len(p), device=device)
         mask[i, held + fresh - len(rest) :] = 1
-    for layer in cache.layers:
-        layer.length = held
-        layer._set_views()
+    layers = model.config.get_text_config(decoder=True).num_hidden_layers
+    cache = slot_cache_class().allocate(held + fresh + max_new, prefixes, layers)
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True,
                 **_keep_last(model))
     next_pos = torch.tensor([len(p) for p in prompts], device=device)

@@ -28,32 +28,54 @@ logger = logging.getLogger(__name__)
 def slot_cache_class() -> type:
     """`SlotCache`, a transformers `Cache` of `SlotLayer`s (built on first use: transformers is heavy).
 
-    ``SlotCache.allocate(num_layers, rows, heads, capacity, head_dim, like)`` gives empty buffers;
+    ``SlotCache.allocate(capacity, prefixes, num_layers)`` gives layers of `capacity` slots (the first
+    ones filled from `prefixes`, per layer (keys, values), when given);
     ``cache.expanded(rows, capacity)`` a new cache whose row i is row ``rows[i]`` of this one (rows in runs
     of copies), ``cache.selected(rows)`` one of the given rows only."""
     from transformers.cache_utils import Cache, DynamicLayer  # deferred: transformers is heavy
 
     class SlotLayer(DynamicLayer):
-        """One layer's keys and values in pre-sized buffers ``[rows, heads, capacity, head_dim]``: `length`
-        slots are filled, `update` writes after them and returns views of the filled part; mask sizes and
-        sequence length follow `DynamicLayer` through those views."""
+        """One layer's keys and values in buffers ``[rows, heads, capacity, head_dim]`` allocated at the
+        first `update` with the dtype and shape of the states the model computes (under autocast too):
+        `length` slots are filled, `update` writes after them and returns views of the filled part; mask
+        sizes and sequence length follow `DynamicLayer` through those views. `prefix` (keys, values)
+        fills the first slots before the first update."""
 
-        def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int) -> None:
+        def __init__(self, capacity: int, prefix: tuple[torch.Tensor, torch.Tensor] | None = None,
+                     buffers: tuple[torch.Tensor, torch.Tensor] | None = None, length: int = 0) -> None:
             super().__init__()
-            self.key_buffer, self.value_buffer, self.length = keys, values, length
-            self.dtype, self.device = keys.dtype, keys.device
-            self.is_initialized = True
-            self._set_views()
+            self.capacity, self.prefix, self.length = capacity, prefix, length
+            self.key_buffer, self.value_buffer = buffers if buffers is not None else (None, None)
+            if prefix is not None:
+                self.length = prefix[0].shape[2]
+                self.keys, self.values = prefix
+            if buffers is not None:
+                self.dtype, self.device = buffers[0].dtype, buffers[0].device
+                self.is_initialized = True
+                self._set_views()
 
         def _set_views(self) -> None:
             self.keys = self.key_buffer[:, :, : self.length]
             self.values = self.value_buffer[:, :, : self.length]
 
+        def _allocate(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+            rows, heads = key_states.shape[:2]
+            self.key_buffer = key_states.new_zeros((rows, heads, self.capacity, key_states.shape[3]))
+            self.value_buffer = value_states.new_zeros((rows, heads, self.capacity, value_states.shape[3]))
+            if self.prefix is not None:
+                self.key_buffer[:, :, : self.length] = self.prefix[0]
+                self.value_buffer[:, :, : self.length] = self.prefix[1]
+                self.prefix = None
+            self.dtype, self.device = key_states.dtype, key_states.device
+            self.is_initialized = True
+
         def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any,
                    **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            if self.key_buffer is None:
+                self._allocate(key_states, value_states)
             end = self.length + key_states.shape[-2]
-            if end > self.key_buffer.shape[2]:
-                raise RuntimeError(f"KV buffer of {self.key_buffer.shape[2]} slots cannot hold {end} tokens")
+            if end > self.capacity:
+                raise RuntimeError(f"KV buffer of {self.capacity} slots cannot hold {end} tokens")
             self.key_buffer[:, :, self.length : end] = key_states
             self.value_buffer[:, :, self.length : end] = value_states
             self.length = end
@@ -71,11 +93,11 @@ def slot_cache_class() -> type:
             super().__init__(layers=layers)
 
         @classmethod
-        def allocate(cls, num_layers: int, rows: int, heads: int, capacity: int, head_dim: int,
-                     like: torch.Tensor) -> SlotCache:
-            shape = (rows, heads, capacity, head_dim)
-            return cls([SlotLayer(like.new_zeros(shape), like.new_zeros(shape), 0)
-                        for _ in range(num_layers)])
+        def allocate(cls, capacity: int, prefixes: list[tuple[torch.Tensor, torch.Tensor]] | None,
+                     num_layers: int) -> SlotCache:
+            if prefixes is None:
+                return cls([SlotLayer(capacity) for _ in range(num_layers)])
+            return cls([SlotLayer(capacity, prefix) for prefix in prefixes])
 
         def expanded(self, rows: Sequence[int], capacity: int) -> SlotCache:
             runs = _runs(rows)
@@ -87,7 +109,7 @@ def slot_cache_class() -> type:
                     for source, start, count in runs:  # a broadcast copy: far faster than index_select
                         buffer[start : start + count, :, : layer.length] = filled[source : source + 1]
                     pair.append(buffer)
-                layers.append(SlotLayer(pair[0], pair[1], layer.length))
+                layers.append(SlotLayer(capacity, buffers=(pair[0], pair[1]), length=layer.length))
             return SlotCache(layers)
 
         def selected(self, rows: Sequence[int]) -> SlotCache:
@@ -98,7 +120,7 @@ def slot_cache_class() -> type:
                     kept = buffer.new_empty((len(rows), *buffer.shape[1:]))
                     kept[:, :, : layer.length] = buffer[rows, :, : layer.length]
                     pair.append(kept)
-                layers.append(SlotLayer(pair[0], pair[1], layer.length))
+                layers.append(SlotLayer(layer.capacity, buffers=(pair[0], pair[1]), length=layer.length))
             return SlotCache(layers)
 
     return SlotCache
