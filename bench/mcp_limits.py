@@ -3,9 +3,10 @@
 Every server is tests/mcp_hostile_server.py (standard library only; it misbehaves on purpose).
 
 1. Results far over the cap: one tools/call answer of 50 MB and of 400 MB, over stdio and over
-   streamable HTTP (127.0.0.1), each in a fresh process: the call's time, the peak resident memory
-   above the process's resident memory before the call (Linux: VmHWM after resetting it through
-   /proc/self/clear_refs), and the traced Python peak (tracemalloc) of a second call. The cap is the
+   streamable HTTP (127.0.0.1; JSON bodies with and without Content-Length), each in a fresh
+   process: the call's time, the peak resident memory above the process's resident memory before the
+   call (Linux: VmHWM after resetting it through /proc/self/clear_refs), and the traced Python peak
+   (tracemalloc) of a second call. The cap is the
    default `message_bytes` (4 MiB). Side by side, the SDK's own stdio reader on 5/10/20 MB (what
    tooltune used before: it re-joins its buffer for every piece read).
 2. Calls side by side: 8 `mcp` episodes whose one call takes 2 s, one turn driven by `drive` with the
@@ -111,20 +112,24 @@ def _wait_listening(port: int, seconds: float = 30) -> None:
 def results(skip_sdk: bool) -> None:
     print("1. results far over the cap (one tools/call answer)")
     stdio = [*HOSTILE, "--mode", "big"]
-    port = _free_port()
-    http = subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port)])
+    port, unsized = _free_port(), _free_port()
+    http = [subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port)]),
+            subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(unsized), "--unsized"])]
     try:
         _wait_listening(port)
-        for name, server in (("stdio", stdio), ("http", f"http://127.0.0.1:{port}/mcp")):
+        _wait_listening(unsized)
+        for name, server in (("stdio", stdio), ("http", f"http://127.0.0.1:{port}/mcp"),
+                             ("http, no Content-Length", f"http://127.0.0.1:{unsized}/mcp")):
             for size in (50 * MB, 400 * MB):
                 r = json.loads(_child(RESULT_CHILD, json.dumps(server), str(size)))
-                print(f"   {name:5} {size // MB:4d} MB: {r['seconds']:.2f} s,"
+                print(f"   {name}, {size // MB} MB: {r['seconds']:.2f} s,"
                       f" peak RSS +{r['rss_extra'] / 2**20:.1f} MiB,"
                       f" traced peak {r['traced_peak'] / 2**20:.1f} MiB (cap {r['cap'] / 2**20:.0f} MiB);"
                       f" cut result of {r['text_chars']} characters noting {r['cut_bytes']} bytes")
     finally:
-        http.terminate()
-        http.wait(20)
+        for proc in http:
+            proc.terminate()
+            proc.wait(20)
     if skip_sdk:
         return
     for size in (5 * MB, 10 * MB, 20 * MB):

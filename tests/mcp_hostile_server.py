@@ -61,8 +61,9 @@ def tools(mode: str) -> list[dict[str, Any]]:
     return out
 
 
-def answer(request: dict[str, Any], mode: str, out: BinaryIO) -> None:
-    """Write the response to `request` (nothing for a notification)."""
+def answer(request: dict[str, Any], mode: str, out: BinaryIO, on_length: Any = None) -> None:
+    """Write the response to `request` (nothing for a notification); `on_length(n)` is told the size of
+    a dump before it is written (the HTTP server's Content-Length)."""
     ident, method = request.get("id"), request.get("method")
     if ident is None:
         return
@@ -80,10 +81,14 @@ def answer(request: dict[str, Any], mode: str, out: BinaryIO) -> None:
         args = request["params"].get("arguments") or {}
         if name == "dump":
             size = int(args.get("size", 0))
-            out.write(head + b',"result":{"content":[{"type":"text","text":"')
-            for start in range(0, size, len(PIECE)):
-                out.write(PIECE[: min(len(PIECE), size - start)])
-            out.write(b'"}],"isError":false,"resultType":"complete"}}\n')
+            start, end = head + b',"result":{"content":[{"type":"text","text":"', \
+                b'"}],"isError":false,"resultType":"complete"}}\n'
+            if on_length is not None:
+                on_length(len(start) + size + len(end))
+            out.write(start)
+            for at in range(0, size, len(PIECE)):
+                out.write(PIECE[: min(len(PIECE), size - at)])
+            out.write(end)
             out.flush()
             return
         if name == "block":
@@ -93,10 +98,12 @@ def answer(request: dict[str, Any], mode: str, out: BinaryIO) -> None:
         result = {"content": [{"type": "text", "text": str(args.get("text", "done"))}], "isError": False,
                   "resultType": "complete"}
     else:
-        out.write(head + b',"error":{"code":-32601,"message":"no such method"}}\n')
-        out.flush()
-        return
-    out.write(head + b',"result":' + json.dumps(result).encode() + b"}\n")
+        result = None
+    body = head + (b',"result":' + json.dumps(result).encode() if result is not None
+                   else b',"error":{"code":-32601,"message":"no such method"}') + b"}\n"
+    if on_length is not None:
+        on_length(len(body))
+    out.write(body)
     out.flush()
 
 
@@ -113,7 +120,7 @@ def serve_stdio(mode: str) -> None:
             answer(json.loads(line), mode, out)
 
 
-def serve_http(mode: str, port: int) -> None:
+def serve_http(mode: str, port: int, unsized: bool) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -123,8 +130,18 @@ def serve_http(mode: str, port: int) -> None:
                 return
             self.send_response(200)
             self.send_header("content-type", "application/json")
+            try:
+                if not unsized:
+                    answer(request, mode, self.wfile, self.sized)
+                    return
+                self.end_headers()
+                answer(request, mode, self.wfile)
+            except (BrokenPipeError, ConnectionResetError):  # the client stopped reading past its cap
+                self.close_connection = True
+
+        def sized(self, length: int) -> None:
+            self.send_header("content-length", str(length))
             self.end_headers()
-            answer(request, mode, self.wfile)
 
         def do_GET(self) -> None:
             self.send_response(405)
@@ -144,8 +161,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", default="big")
     parser.add_argument("--http", type=int, default=0)
+    parser.add_argument("--unsized", action="store_true", help="HTTP: no Content-Length (read to the end)")
     options = parser.parse_args()
     if options.http:
-        serve_http(options.mode, options.http)
+        serve_http(options.mode, options.http, options.unsized)
     else:
         serve_stdio(options.mode)

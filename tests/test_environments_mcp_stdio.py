@@ -15,13 +15,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("mcp")
 psutil = pytest.importorskip("psutil")
+
+from test_environments_mcp import wait_for  # noqa: E402
 
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
 from tooltune.environments.mcp import McpEnvironment, McpSettings  # noqa: E402
@@ -44,15 +46,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def wait_for(condition: Any, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.fixture(autouse=True)
 def closed() -> Iterator[None]:
     yield
@@ -65,10 +58,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def http_big() -> Iterator[str]:
+@contextmanager
+def http_big(unsized: bool) -> Iterator[str]:
+    """The big-result server over HTTP: JSON bodies with Content-Length (not read past the cap), or
+    without (read to their end)."""
     port = free_port()
-    proc = subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port)])
+    flags = ["--unsized"] if unsized else []
+    proc = subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port), *flags])
     try:
         def listening() -> bool:
             with socket.socket() as s:
@@ -80,12 +76,16 @@ def http_big() -> Iterator[str]:
         proc.wait(20)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_results_far_over_the_cap_end_cut_with_their_size_and_the_server_goes_on(transport: str,
-                                                                                request: Any):
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-unsized"])
+def test_results_far_over_the_cap_end_cut_with_their_size_and_the_server_goes_on(transport: str):
     """The figure: a 20 MB and a 60 MB result through a 1 MB cap arrive as cut results of at most
     64 KB of text whose note gives the full size; the next call is answered as usual."""
-    server = McpServer.parse(request.getfixturevalue("http_big")) if transport == "http" else hostile("big")
+    with ExitStack() as stack:
+        where = stack.enter_context(http_big(transport == "http-unsized")) if transport != "stdio" else None
+        check_big_results(McpServer.parse(where) if where else hostile("big"))
+
+
+def check_big_results(server: McpServer) -> None:
     conn = McpConnection(server, start_seconds=20, call_seconds=20, message_bytes=CAP).start()
     try:
         small = conn.call("dump", {"size": 1000})

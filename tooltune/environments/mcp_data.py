@@ -17,6 +17,19 @@ MAX_VALUE_CHARS = 1_000_000
 """A result text longer than this is not read as JSON for a result check (it stays text)."""
 
 
+def parse_argv(value: Any, where: str) -> tuple[str, ...]:
+    """A command as argv: a command line (split as a POSIX shell splits words; nothing runs through a
+    shell) or a list of strings; ValueError naming `where`."""
+    if isinstance(value, str):
+        try:
+            value = shlex.split(value)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    if not (isinstance(value, (list, tuple)) and all(isinstance(a, str) for a in value)):
+        raise ValueError(f"{where}: expected a command line or a list of strings")
+    return tuple(value)
+
+
 @dataclass(frozen=True)
 class McpServer:
     """Where an MCP server is: ``command`` (argv, run without a shell, with ``env`` added to the
@@ -53,14 +66,7 @@ class McpServer:
         url = value.get("url") or ""
         if url and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
             raise ValueError(f"{where}.url: expected an http:// or https:// URL, got {url!r:.200}")
-        command = value.get("command") or ()
-        if isinstance(command, str):
-            try:
-                command = shlex.split(command)
-            except ValueError as e:
-                raise ValueError(f"{where}.command: {e}") from None
-        if not (isinstance(command, (list, tuple)) and all(isinstance(a, str) for a in command)):
-            raise ValueError(f"{where}.command: expected a command line or a list of strings")
+        command = parse_argv(value.get("command") or (), f"{where}.command")
         env = value.get("env") or {}
         if not (isinstance(env, Mapping) and all(isinstance(k, str) and isinstance(v, str)
                                                  for k, v in env.items())):

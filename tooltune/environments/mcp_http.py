@@ -6,7 +6,9 @@ HTTP client (`bounded_http_client`) whose transport passes each response body th
 lines and each ``data:`` line is one message. The request that a response answers is read from the
 body the client posted, so a body over the cap becomes the cut result or error `mcp_wire.Wire` writes,
 and a body that is not JSON-RPC becomes a JSON-RPC error that says what the server sent. Nothing past
-the cap of one message is held in memory.
+the cap of one message is held in memory. A JSON body that declares its length (``Content-Length``) is
+not read past the cap: its declared length is the size noted, and the connection is dropped; one
+without is read to its end, counted, not kept.
 """
 
 from __future__ import annotations
@@ -45,8 +47,8 @@ def _sse_line(wire: Wire, line: bytes | Oversized) -> bytes | None:
 class _BoundedBody:
     """A response body read through `wire` (module docstring); an httpx2 `AsyncByteStream`."""
 
-    def __init__(self, inner: Any, wire: Wire, sse: bool, ident: Any) -> None:
-        self.inner, self.wire, self.sse, self.ident = inner, wire, sse, ident
+    def __init__(self, inner: Any, wire: Wire, sse: bool, ident: Any, length: int | None) -> None:
+        self.inner, self.wire, self.sse, self.ident, self.length = inner, wire, sse, ident, length
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         cutter = MessageCutter(self.wire.cap, split=self.sse)
@@ -55,15 +57,19 @@ class _BoundedBody:
                 out = _sse_line(self.wire, line)
                 if out is not None:
                     yield out + b"\n"
+            if self.length is not None and cutter.over_cap:
+                break  # a JSON body of known length: the rest is not read (the connection is dropped)
         rest = cutter.finish()
         if rest is None:
             return
+        if isinstance(rest, Oversized) and self.length is not None:
+            rest = Oversized(rest.head, rest.tail, max(self.length, rest.size))
         if self.sse:
             out = _sse_line(self.wire, rest)
             if out is not None:
                 yield out + b"\n\n"
             return
-        out = self.wire.received(rest)
+        out = self.wire.received(rest, self.ident)
         if out is None and self.ident is not None:
             problem = self.wire.problem or "an empty answer"
             self.wire.problem = ""  # one bad answer fails its request, not the connection
@@ -106,7 +112,10 @@ def bounded_http_client(wire: Wire) -> Any:
             if not kind.startswith(("application/json", "text/event-stream")):
                 return response
             headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() != "content-length"]
-            body = BoundedBody(response.stream, wire, kind.startswith("text/event-stream"), ident)
+            sse = kind.startswith("text/event-stream")
+            length = response.headers.get("content-length", "")
+            known = int(length) if length.isdigit() and not sse else None
+            body = BoundedBody(response.stream, wire, sse, ident, known)
             return httpx2.Response(response.status_code, headers=headers, stream=body,
                                    extensions=response.extensions)
 

@@ -4,11 +4,10 @@ JSON-Schema input schema (`check_call`); the fields are documented in `tooltune.
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp_data import McpServer, parse_argv
 from tooltune.environments.mcp_schema import validator as schema_validator
 from tooltune.schema import ToolCall, ToolSpec, calls_from_any
 
@@ -130,14 +129,7 @@ def read_task(spec: dict[str, Any], default_server: str = "") -> McpTask:
     if reset in (RESTART, FRESH_DIR) and server.url:
         raise ValueError(f'meta.env.reset: "{reset}" needs a command server; '
                          'a URL needs a reset tool or "none"')
-    prepare = spec.get("prepare") or ()
-    if isinstance(prepare, str):
-        try:
-            prepare = shlex.split(prepare)
-        except ValueError as e:
-            raise ValueError(f"meta.env.prepare: {e}") from None
-    if not (isinstance(prepare, (list, tuple)) and all(isinstance(a, str) for a in prepare)):
-        raise ValueError("meta.env.prepare: expected a command line or a list of strings")
+    prepare = parse_argv(spec.get("prepare") or (), "meta.env.prepare")
     if prepare and reset != FRESH_DIR:
         raise ValueError('meta.env.prepare: runs in the fresh folder of reset "fresh_dir" only')
     setup = tuple(calls_from_any(spec.get("setup") or [], "meta.env.setup"))
@@ -148,4 +140,4 @@ def read_task(spec: dict[str, Any], default_server: str = "") -> McpTask:
     if not raw_checks:
         raise ValueError("meta.env.check: empty")
     checks = tuple(_check(c, f"meta.env.check[{i}]") for i, c in enumerate(raw_checks))
-    return McpTask(server, reset, setup, checks, tuple(prepare))
+    return McpTask(server, reset, setup, checks, prepare)

@@ -77,6 +77,11 @@ class MessageCutter:
         self._add(data[start:] if start else data)
         return out
 
+    @property
+    def over_cap(self) -> bool:
+        """Whether the message being read has grown past the cap."""
+        return self._over is not None
+
     def finish(self) -> bytes | Oversized | None:
         """The unterminated message at the end of the stream, or None when there is none."""
         if not self._size:
@@ -188,11 +193,13 @@ class Wire:
         while len(self.pending) > MAX_PENDING:
             self.pending.popitem(last=False)
 
-    def received(self, message: bytes | Oversized) -> bytes | None:
+    def received(self, message: bytes | Oversized, answers: Any = None) -> bytes | None:
         """The message the session reads in place of `message`, or None when there is nothing to pass on
-        (a blank line, an oversized message no request waits for, or a protocol violation: `problem`)."""
+        (a blank line, an oversized message no request waits for, or a protocol violation: `problem`).
+        `answers`: the id of the request the message answers when the transport knows it (an HTTP
+        response to one POST), used for an oversized message whose own id cannot be read."""
         if isinstance(message, Oversized):
-            return self._cut(message)
+            return self._cut(message, answers)
         if not message.strip():
             return None
         if message.lstrip()[:1] not in (b"{", b"["):
@@ -216,10 +223,11 @@ class Wire:
                             f"{' …' if len(message) > 80 else ''}")
         return None
 
-    def _cut(self, message: Oversized) -> bytes | None:
+    def _cut(self, message: Oversized, answers: Any = None) -> bytes | None:
         self.cuts += 1
         ident = _head_id(message.head)
         ident = _tail_id(message.tail) if ident is None else ident
+        ident = answers if ident is None else ident
         if ident is None or ident not in self.pending:
             ident = next(iter(self.pending), None)
         if ident is None:
