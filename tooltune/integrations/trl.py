@@ -88,7 +88,7 @@ class TRLEnvironment:
                 raise TaskError(f"sample {task.id!r}: its environment is {environment_of(task)!r}, "
                                 f"not {self.environment_name!r}")
             self._environment.reset(task)
-        except (SchemaError, TaskError, ValueError) as e:
+        except Exception as e:  # a task that cannot start (bad JSON, a dead server) fails the rollout
             self._problem = f"the row's task did not load: {e}"
             logger.warning("%s: %s", type(self).__name__, self._problem)
             return None
