@@ -5,14 +5,14 @@ The ``group_prefill`` path:
 1. identical prompts of the call are computed once (TRL passes each prompt n times in a row);
 2. the distinct prompts are prefilled in one left-padded batch (attention mask, position ids counted
    from the mask), keeping only the last position's logits;
-3. their keys and values are copied to the rows of their copies (one ``index_select``) into buffers
-   sized for prompt + max_new_tokens (`rollout_cache.slot_cache_class`), so that a decode step writes one
-   slot per layer instead of concatenating the cache (the copy is a broadcast per run of copies);
+3. their keys and values are copied to the rows of their copies (a broadcast per run of copies) into
+   buffers sized for prompt + max_new_tokens (`rollout_cache.slot_cache_class`), so that a decode step
+   writes one slot per layer instead of concatenating the cache;
 4. one decode loop carries every row of the call (on CPU with grouped KV heads passed to torch's
    attention as they are, not repeated per query head): temperature, top-k and top-p as transformers
    applies them, a `torch.Generator` seeded from `Sampling.seed`; each sampled token's log-prob is the
-   log-softmax of the temperature-scaled logits (as TRL scores it); a finished row writes padding until
-   every row has finished;
+   log-softmax of the temperature-scaled logits (as TRL scores it); a finished row writes padding, and
+   once a quarter of the rows in the loop have finished they leave it (their cache rows dropped);
 5. with a `PrefixCache`, a context that starts with a held sequence (an episode's previous turn)
    prefills only the tokens after the longest common prefix; every row's sequence is stored after the
    call for the next turn.
