@@ -3,7 +3,7 @@
 Every server is tests/mcp_hostile_server.py (standard library only; it misbehaves on purpose).
 
 1. Results far over the cap: one tools/call answer of 50 MB and of 400 MB, over stdio and over
-   streamable HTTP (127.0.0.1; JSON bodies with and without Content-Length), each in a fresh
+   streamable HTTP (127.0.0.1; JSON bodies with and without Content-Length, SSE), each in a fresh
    process: the call's time, the peak resident memory above the process's resident memory before the
    call (Linux: VmHWM after resetting it through /proc/self/clear_refs), and the traced Python peak
    (tracemalloc) of a second call. The cap is the
@@ -112,14 +112,16 @@ def _wait_listening(port: int, seconds: float = 30) -> None:
 def results(skip_sdk: bool) -> None:
     print("1. results far over the cap (one tools/call answer)")
     stdio = [*HOSTILE, "--mode", "big"]
-    port, unsized = _free_port(), _free_port()
-    http = [subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port)]),
-            subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(unsized), "--unsized"])]
+    kinds = {"http": [], "http, no Content-Length": ["--unsized"], "http, SSE": ["--sse"]}
+    ports = {name: _free_port() for name in kinds}
+    http = [subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(ports[name]), *flags])
+            for name, flags in kinds.items()]
     try:
-        _wait_listening(port)
-        _wait_listening(unsized)
-        for name, server in (("stdio", stdio), ("http", f"http://127.0.0.1:{port}/mcp"),
-                             ("http, no Content-Length", f"http://127.0.0.1:{unsized}/mcp")):
+        servers: list[tuple[str, object]] = [("stdio", stdio)]
+        for name, port in ports.items():
+            _wait_listening(port)
+            servers.append((name, f"http://127.0.0.1:{port}/mcp"))
+        for name, server in servers:
             for size in (50 * MB, 400 * MB):
                 r = json.loads(_child(RESULT_CHILD, json.dumps(server), str(size)))
                 print(f"   {name}, {size // MB} MB: {r['seconds']:.2f} s,"

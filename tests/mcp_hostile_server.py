@@ -11,6 +11,8 @@ JSON body per POST. ``--mode`` picks the misbehaviour:
   schema, nested 100 deep, a backtracking ``pattern``, a schema that is a string);
 - ``slow``: tool ``wait(seconds)`` answers after sleeping.
 
+Over HTTP a JSON body carries Content-Length unless ``--unsized``; ``--sse`` answers with an SSE event.
+
 Every mode has ``echo(text)``.
 """
 
@@ -120,7 +122,22 @@ def serve_stdio(mode: str) -> None:
             answer(json.loads(line), mode, out)
 
 
-def serve_http(mode: str, port: int, unsized: bool) -> None:
+class _EventStream:
+    """Writes what `answer` writes as one SSE event (``event: message`` and a ``data:`` line)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        out.write(b"event: message\ndata: ")
+
+    def write(self, data: bytes) -> None:
+        self.out.write(data.rstrip(b"\n") if data.endswith(b"\n") else data)
+
+    def flush(self) -> None:
+        self.out.write(b"\n\n")
+        self.out.flush()
+
+
+def serve_http(mode: str, port: int, unsized: bool, sse: bool = False) -> None:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             request = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
@@ -129,8 +146,12 @@ def serve_http(mode: str, port: int, unsized: bool) -> None:
                 self.end_headers()
                 return
             self.send_response(200)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", "text/event-stream" if sse else "application/json")
             try:
+                if sse:
+                    self.end_headers()
+                    answer(request, mode, _EventStream(self.wfile))  # type: ignore[arg-type]
+                    return
                 if not unsized:
                     answer(request, mode, self.wfile, self.sized)
                     return
@@ -162,8 +183,9 @@ if __name__ == "__main__":
     parser.add_argument("--mode", default="big")
     parser.add_argument("--http", type=int, default=0)
     parser.add_argument("--unsized", action="store_true", help="HTTP: no Content-Length (read to the end)")
+    parser.add_argument("--sse", action="store_true", help="HTTP: each answer as an SSE event")
     options = parser.parse_args()
     if options.http:
-        serve_http(options.mode, options.http, options.unsized)
+        serve_http(options.mode, options.http, options.unsized, options.sse)
     else:
         serve_stdio(options.mode)

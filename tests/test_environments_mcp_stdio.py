@@ -59,11 +59,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_big(unsized: bool) -> Iterator[str]:
-    """The big-result server over HTTP: JSON bodies with Content-Length (not read past the cap), or
-    without (read to their end)."""
+def http_big(flags: list[str]) -> Iterator[str]:
+    """The big-result server over HTTP: JSON bodies with Content-Length (not read past the cap), without
+    (``--unsized``: read to their end) or SSE events (``--sse``)."""
     port = free_port()
-    flags = ["--unsized"] if unsized else []
     proc = subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port), *flags])
     try:
         def listening() -> bool:
@@ -76,12 +75,13 @@ def http_big(unsized: bool) -> Iterator[str]:
         proc.wait(20)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http", "http-unsized"])
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-unsized", "http-sse"])
 def test_results_far_over_the_cap_end_cut_with_their_size_and_the_server_goes_on(transport: str):
     """The figure: a 20 MB and a 60 MB result through a 1 MB cap arrive as cut results of at most
     64 KB of text whose note gives the full size; the next call is answered as usual."""
+    flags = {"http-unsized": ["--unsized"], "http-sse": ["--sse"]}.get(transport, [])
     with ExitStack() as stack:
-        where = stack.enter_context(http_big(transport == "http-unsized")) if transport != "stdio" else None
+        where = stack.enter_context(http_big(flags)) if transport != "stdio" else None
         check_big_results(McpServer.parse(where) if where else hostile("big"))
 
 
