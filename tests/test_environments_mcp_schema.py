@@ -65,3 +65,14 @@ def test_a_backtracking_pattern_cannot_stall_a_call_check():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "1"]  # the pattern is not asserted; the type still is
     assert validator(json.dumps({"type": "object", "properties": {"a": {"type": 5}}})) is None
+
+
+def test_a_call_check_never_raises_on_a_schema_it_cannot_apply():
+    from tooltune.environments.mcp_task import check_call
+    from tooltune.schema import ToolCall, ToolSpec
+
+    dangling = ToolSpec("t", "", {"type": "object", "properties": {"a": {"$ref": "#/$defs/gone"}}})
+    assert check_call(ToolCall("t", {"a": 1}), dangling) is None  # left to the server, logged
+    pattern = {"type": "string", "pattern": "^(a+)+$"}
+    typed = ToolSpec("t", "", {"type": "object", "properties": {"a": pattern}})
+    assert check_call(ToolCall("t", {"a": 3}), typed) == "t: argument a: 3 is not of type 'string'"
