@@ -9,7 +9,9 @@ JSON body per POST. ``--mode`` picks the misbehaviour:
   exits when its stdin closes; tool ``block`` never answers;
 - ``badtools``: lists ``echo`` and five tools with bad input schemas (dangling ``$ref``, non-object
   schema, nested 100 deep, a backtracking ``pattern``, a schema that is a string);
-- ``slow``: tool ``wait(seconds)`` answers after sleeping.
+- ``slow``: tool ``wait(seconds)`` answers after sleeping;
+- ``noisy``: writes 20 MB to stderr before it serves; tool ``crash`` writes a last line to stderr
+  and exits.
 
 Over HTTP a JSON body carries Content-Length unless ``--unsized``; ``--sse`` answers with an SSE event.
 
@@ -48,6 +50,8 @@ def tools(mode: str) -> list[dict[str, Any]]:
         out.append({"name": "dump", "inputSchema": _one("size", "integer")})
     if mode == "helper":
         out.append({"name": "block", "inputSchema": {"type": "object"}})
+    if mode == "noisy":
+        out.append({"name": "crash", "inputSchema": {"type": "object"}})
     if mode == "slow":
         out.append({"name": "wait", "inputSchema": _one("seconds", "number")})
     if mode == "badtools":
@@ -95,6 +99,9 @@ def answer(request: dict[str, Any], mode: str, out: BinaryIO, on_length: Any = N
             return
         if name == "block":
             time.sleep(3600)
+        if name == "crash":
+            print("fatal: the tool crashed", file=sys.stderr, flush=True)
+            sys.exit(3)
         if name == "wait":
             time.sleep(float(args.get("seconds", 1)))
         result = {"content": [{"type": "text", "text": str(args.get("text", "done"))}], "isError": False,
@@ -114,6 +121,11 @@ def serve_stdio(mode: str) -> None:
     if mode == "junk":
         out.write(b"Welcome! Server starting on stdio... (this is not JSON-RPC)\n")
         out.flush()
+    if mode == "noisy":
+        noise = b"noise " * 170_000 + b"\n"
+        for _ in range(20):
+            sys.stderr.buffer.write(noise)
+        sys.stderr.flush()
     if mode == "helper":
         helper = subprocess.Popen(["sleep", "300"])
         print(f"helper {helper.pid}", file=sys.stderr, flush=True)

@@ -140,6 +140,20 @@ def test_bad_tools_are_left_out_and_the_rest_of_the_server_works(caplog: pytest.
         assert any(f"tool {tool!r} left out" in line for line in lines), tool
 
 
+def test_a_server_that_floods_stderr_costs_no_memory_and_its_last_words_are_the_reason():
+    """The figure: 20 MB on stderr, of which the connection keeps the last 4 KB (nothing on disk)."""
+    conn = McpConnection(hostile("noisy"), start_seconds=20).start()
+    try:
+        assert conn.call("echo", {"text": "ok"}).text == "ok"
+        assert wait_for(lambda: len(conn.stderr.data) == 4096)
+        with pytest.raises(McpUnavailable) as err:
+            conn.call("crash", {})
+        assert "closed" in str(err.value) and "fatal" not in str(err.value)  # the model reads no stderr
+        assert conn.broken.endswith("fatal: the tool crashed')")  # the logs do
+    finally:
+        conn.close()
+
+
 EXIT_SCRIPT = """
 import json, sys, threading
 import psutil

@@ -45,7 +45,7 @@ from typing import Any
 from tooltune.environments.mcp_data import McpResult, McpServer, convert_result
 from tooltune.environments.mcp_http import http_transport
 from tooltune.environments.mcp_reaper import REAPER
-from tooltune.environments.mcp_stdio import stdio_transport
+from tooltune.environments.mcp_stdio import StderrTail, drain, stdio_transport
 from tooltune.environments.mcp_wire import MESSAGE_BYTES, Wire
 from tooltune.schema import SchemaError, ToolSpec
 
@@ -164,8 +164,8 @@ class McpConnection:
         self._closing = asyncio.Event()
         self._ready: concurrent.futures.Future = concurrent.futures.Future()
         self._done: concurrent.futures.Future = concurrent.futures.Future()
-        # the server's stderr, for the reason a dead server gives; closed when the session ends
-        self._errlog = tempfile.TemporaryFile() if server.command else None  # noqa: SIM115
+        self.stderr = StderrTail()
+        """The end of a command server's stderr (the reason a dead server gives quotes it)."""
         self._loop: _LoopThread | None = None
         self._tools: list[ToolSpec] | None = None
         self.closed = False
@@ -186,7 +186,7 @@ class McpConnection:
     def _transport(self) -> Any:
         if self.server.url:
             return http_transport(self.server.url, self.wire)
-        return stdio_transport(self.server, self.wire, self._errlog, self.workdir)
+        return stdio_transport(self.server, self.wire, self.stderr, self.workdir)
 
     async def _make_workdir(self) -> None:
         """A fresh folder for the server, with the ``prepare`` command run in it (``fresh_dir``)."""
@@ -196,11 +196,12 @@ class McpConnection:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.prepare, cwd=self.workdir, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=self._errlog, start_new_session=True)
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, start_new_session=True)
         except OSError as e:
             raise McpUnavailable(f"the prepare command did not start: {_describe(e)}") from None
         try:
-            code = await asyncio.wait_for(proc.wait(), self.start_seconds)
+            code, _ = await asyncio.wait_for(asyncio.gather(proc.wait(), drain(proc.stderr, self.stderr)),
+                                             self.start_seconds)
         except asyncio.TimeoutError:
             proc.kill()
             raise McpUnavailable(f"the prepare command did not end within {self.start_seconds:g} s") from None
@@ -237,26 +238,15 @@ class McpConnection:
                 raise
         finally:
             self._client = None
-            self._close_log()
             if self.workdir:
                 await asyncio.to_thread(shutil.rmtree, self.workdir, True)
             with _LOCK:
                 _OPEN.discard(self)
             self._done.set_result(None)
 
-    def _stderr_tail(self, n: int = 600) -> str:
-        if self._errlog is None or not hasattr(os, "pread"):
-            return ""
-        try:  # pread leaves the offset the server writes at alone
-            fd = self._errlog.fileno()
-            size = os.fstat(fd).st_size
-            return os.pread(fd, n, max(0, size - n)).decode("utf-8", "replace").strip()
-        except (OSError, ValueError):  # closed meanwhile: the session has ended
-            return ""
-
     def _reason(self, why: str) -> str:
         """`why`, followed by the server's last stderr lines when it is a command."""
-        tail = self._stderr_tail()
+        tail = self.stderr.text(600)
         where = f"MCP server {self.server.describe()!r:.200}"
         return f"{where}: {why}" + (f" (its stderr ends: {tail[-300:]!r})" if tail else "")
 
@@ -389,7 +379,6 @@ class McpConnection:
         first = not self.closed
         self.closed = True
         if self._loop is None:
-            self._close_log()
             return
         if first:
             try:
@@ -408,12 +397,7 @@ class McpConnection:
         except concurrent.futures.TimeoutError:
             logger.warning("MCP server %r: still shutting down after %g s", self.server.describe(), seconds)
             return False
-        self._close_log()
         return True
-
-    def _close_log(self) -> None:
-        if self._errlog is not None and not self._errlog.closed:
-            self._errlog.close()
 
     @property
     def ended(self) -> bool:

@@ -7,6 +7,8 @@ writes (the SDK's transport interface), with these properties:
   `PIPE_BYTES` where Linux allows) and split into messages by `mcp_wire.MessageCutter`: time linear
   in the bytes, at most the cap of one message in memory, a message over the cap cut (`mcp_wire.Wire`);
 - text on stdout that is not MCP ends the session at once (`Wire.problem` says what it was);
+- stderr is read to its end and only its last `STDERR_BYTES` kept (`StderrTail`): a server that
+  floods it costs neither memory nor disk;
 - the server runs in a session and process group of its own; on Linux it also gets SIGKILL when the
   thread that started it (the connections' loop thread, which lives as long as the process) ends
   (``prctl(PR_SET_PDEATHSIG)``), and its group is listed with the watchdog (`mcp_reaper.REAPER`);
@@ -25,7 +27,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import IO, Any
+from typing import Any
 
 try:
     import fcntl
@@ -38,6 +40,8 @@ from tooltune.environments.mcp_wire import MessageCutter, Wire
 
 logger = logging.getLogger(__name__)
 
+STDERR_BYTES = 4096
+"""The last bytes of a server's stderr that are kept (quoted when it fails); the rest is dropped."""
 CHUNK_BYTES = 1 << 18
 """Most bytes read from a server's stdout at once."""
 PIPE_BYTES = 1 << 20
@@ -46,6 +50,31 @@ EXIT_SECONDS = 2.0
 """Time a server has to exit once its stdin is closed, and again after SIGTERM."""
 _PR_SET_PDEATHSIG = 1
 _F_SETPIPE_SZ = 1031
+
+
+class StderrTail:
+    """The last `STDERR_BYTES` a server wrote on stderr: the pipe is read to its end and the rest
+    dropped, so a server that floods its stderr costs neither memory nor disk."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def add(self, chunk: bytes) -> None:
+        self.data = (self.data + chunk[-STDERR_BYTES:])[-STDERR_BYTES:]
+
+    def text(self, n: int) -> str:
+        return self.data[-n:].decode("utf-8", "replace").strip()
+
+
+async def drain(stream: asyncio.StreamReader | None, tail: StderrTail) -> None:
+    """Read `stream` to its end into `tail`."""
+    if stream is None:
+        return
+    try:
+        while chunk := await stream.read(1 << 16):
+            tail.add(chunk)
+    except (ConnectionError, OSError):
+        pass
 
 
 def _child_setup() -> Callable[[], None] | None:
@@ -112,10 +141,11 @@ async def stop_process(proc: asyncio.subprocess.Process, pgid: int) -> None:
 
 
 @asynccontextmanager
-async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | None,
+async def stdio_transport(server: McpServer, wire: Wire, stderr: StderrTail,
                           cwd: str = "") -> AsyncIterator[tuple[Any, Any]]:
     """Start `server` (a command) in `cwd` (default: its own ``cwd``) and yield the SDK session's read
-    and write streams (module docstring). OSError when the command cannot be started."""
+    and write streams (module docstring); the end of its stderr goes to `stderr`. OSError when the
+    command cannot be started."""
     import anyio  # deferred: comes with mcp
     from mcp import types as mcp_types  # deferred: mcp is optional
     from mcp.client.stdio import get_default_environment  # deferred: mcp is optional
@@ -126,7 +156,7 @@ async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | Non
     try:
         proc = await asyncio.create_subprocess_exec(
             *server.command, stdin=asyncio.subprocess.PIPE, stdout=write_fd,
-            stderr=errlog if errlog is not None else asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
             env=get_default_environment() | dict(server.env), cwd=cwd or server.cwd or None,
             start_new_session=True, preexec_fn=_child_setup())
     except BaseException:
@@ -136,6 +166,7 @@ async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | Non
         os.close(write_fd)
     pgid = proc.pid
     REAPER.register(pgid)
+    stderr_task = asyncio.ensure_future(drain(proc.stderr, stderr))
     stdout = asyncio.StreamReader()  # buffers about twice its 64 KiB limit before it pauses the pipe
     loop = asyncio.get_running_loop()
     pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout),
@@ -193,5 +224,6 @@ async def stdio_transport(server: McpServer, wire: Wire, errlog: IO[bytes] | Non
         with anyio.CancelScope(shield=True):
             pipe.close()
             await stop_process(proc, pgid)
+            stderr_task.cancel()
             for stream in (read_stream, write_stream, to_session, from_session):
                 await stream.aclose()
