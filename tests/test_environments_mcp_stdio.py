@@ -216,6 +216,12 @@ def test_a_fresh_dir_reset_gives_each_episode_an_empty_folder_prepared_by_its_co
         env.reset(sample)
         assert not env.step(ToolCall("append", {})).error
         assert env.outcome().success
+    exits_4 = (sys.executable, "-c", "raise SystemExit(4)")
+    failing = McpConnection(server, fresh_dir=True, prepare=exits_4).start()
+    with pytest.raises(McpUnavailable, match="the prepare command exited with status 4"):
+        failing.list_tools()
+    failing.close()
+    assert not os.path.exists(failing.workdir)
 
 
 PREPARE = "open('state.txt', 'w').write('prepared')"

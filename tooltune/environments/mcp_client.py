@@ -45,7 +45,7 @@ from typing import Any
 from tooltune.environments.mcp_data import McpResult, McpServer, convert_result
 from tooltune.environments.mcp_http import http_transport
 from tooltune.environments.mcp_reaper import REAPER
-from tooltune.environments.mcp_stdio import StderrTail, drain, stdio_transport
+from tooltune.environments.mcp_stdio import PrepareFailed, StderrTail, prepare_folder, stdio_transport
 from tooltune.environments.mcp_wire import MESSAGE_BYTES, Wire
 from tooltune.schema import SchemaError, ToolSpec
 
@@ -188,26 +188,6 @@ class McpConnection:
             return http_transport(self.server.url, self.wire)
         return stdio_transport(self.server, self.wire, self.stderr, self.workdir)
 
-    async def _make_workdir(self) -> None:
-        """A fresh folder for the server, with the ``prepare`` command run in it (``fresh_dir``)."""
-        self.workdir = tempfile.mkdtemp(prefix="tooltune-mcp-")
-        if not self.prepare:
-            return
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.prepare, cwd=self.workdir, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-        except OSError as e:
-            raise McpUnavailable(f"the prepare command did not start: {_describe(e)}") from None
-        try:
-            code, _ = await asyncio.wait_for(asyncio.gather(proc.wait(), drain(proc.stderr, self.stderr)),
-                                             self.start_seconds)
-        except asyncio.TimeoutError:
-            proc.kill()
-            raise McpUnavailable(f"the prepare command did not end within {self.start_seconds:g} s") from None
-        if code != 0:
-            raise McpUnavailable(f"the prepare command exited with status {code}")
-
     async def _hold(self) -> None:
         """The session's lifetime, as one task: connect, publish the client, wait for `close`."""
         import anyio  # deferred: comes with mcp
@@ -219,7 +199,11 @@ class McpConnection:
             with anyio.CancelScope(deadline=anyio.current_time() + self.start_seconds) as scope:
                 self._scope = scope
                 if self.fresh_dir:
-                    await self._make_workdir()
+                    self.workdir = tempfile.mkdtemp(prefix="tooltune-mcp-")
+                    try:
+                        await prepare_folder(self.workdir, self.prepare, self.start_seconds, self.stderr)
+                    except PrepareFailed as e:
+                        raise McpUnavailable(str(e)) from None
                 async with Client(self._transport(), read_timeout_seconds=self.call_seconds) as client:
                     scope.deadline = math.inf
                     self._client = client

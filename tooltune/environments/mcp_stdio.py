@@ -140,6 +140,32 @@ async def stop_process(proc: asyncio.subprocess.Process, pgid: int) -> None:
     REAPER.forget(pgid)
 
 
+class PrepareFailed(RuntimeError):
+    """The ``prepare`` command of a fresh folder did not start, end in time or succeed."""
+
+
+async def prepare_folder(folder: str, prepare: tuple[str, ...], seconds: float, stderr: StderrTail) -> None:
+    """Run `prepare` (nothing when empty) in `folder`, in a process group of its own that is killed whole
+    after `seconds`; the end of its stderr goes to `stderr`. `PrepareFailed` says why it failed."""
+    if not prepare:
+        return
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *prepare, cwd=folder, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except OSError as e:
+        raise PrepareFailed(f"the prepare command did not start: {type(e).__name__}: {e}") from None
+    try:
+        code, _ = await asyncio.wait_for(asyncio.gather(proc.wait(), drain(proc.stderr, stderr)), seconds)
+    except asyncio.TimeoutError:
+        _signal_group(proc.pid, signal.SIGKILL)
+        raise PrepareFailed(f"the prepare command did not end within {seconds:g} s") from None
+    finally:
+        _signal_group(proc.pid, signal.SIGKILL)  # what it left running in its group
+    if code != 0:
+        raise PrepareFailed(f"the prepare command exited with status {code}")
+
+
 @asynccontextmanager
 async def stdio_transport(server: McpServer, wire: Wire, stderr: StderrTail,
                           cwd: str = "") -> AsyncIterator[tuple[Any, Any]]:
