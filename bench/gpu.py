@@ -334,7 +334,7 @@ def rollout_part(args: argparse.Namespace) -> list[dict[str, Any]]:
     """bench/rollout.py's rows: its full grid (its quick grid under --quick), two rounds a cell."""
     import rollout  # bench/rollout.py
 
-    argv = ["--threads", str(args.threads), "--seed", str(args.seed)]
+    argv = ["--threads", str(args.threads), "--seed", str(args.seed), "--clock", "wall"]  # GPU time is wall
     argv += ["--quick"] if args.quick else ["--repeats", "2", "--groups", "2", "--steps", "2"]
     return rollout.run(rollout.parse_args(argv), say=lambda line: print(line, flush=True))
 

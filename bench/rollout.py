@@ -11,8 +11,8 @@ Cases (`--cases`, all by default), each timed for both paths on the same model, 
   grid: the two paths draw from different random streams, so `tokens_equal` is null; `max_logprob_diff`
   is the largest |difference| between the new path's per-token log-probs and those of one full forward
   pass over prompt + completion (float32), the log-probs the policy update computes.
-- `episode`: `--episodes` greedy episodes of `--turns` turns: an opening prompt of the smallest prompt
-  length, each turn `--new-tokens` new tokens, then a tool result of `--tool-tokens` random ids appended.
+- `episode`: `--episodes` greedy episodes of `--turns` turns: an opening prompt of `--episode-prompt-len`
+  tokens, each turn `--new-tokens` new tokens, then a tool result of `--tool-tokens` random ids appended.
   Today: every turn generates on the whole conversation again (`HFBackend.generate_ids`). New: `sample`
   with a `PrefixCache` that keeps each episode's KV between turns and prefills only what was appended.
   `tokens_equal`: every turn of every episode the same ids.
@@ -26,7 +26,10 @@ embeddings, random weights), or a model folder (`--model DIR`, e.g. the real Smo
 Rows stop at the generation config's EOS ids (none for `tiny`; id 2 for `smollm2`, as in SmolLM2's config,
 which random weights hardly ever write, so rows run their full length). New tokens per second count the
 ids each path returned (cut after a stop).
-Each cell keeps the best of `--repeats` rounds; the paths alternate which goes first.
+Each cell keeps the best of `--repeats` rounds; the paths alternate which goes first. Seconds are on
+`--clock`: `cpu` (default), the process's CPU time, which other jobs sharing the cores do not inflate
+(with one torch thread it is the wall time the run would take on a core of its own), or `wall`; rows
+carry both.
 
 Run: python bench/rollout.py [--quick] [--cases grpo,episode] [--models tiny,smollm2] [--out rollout.json]
      (or: tooltune bench rollout ...)
@@ -67,12 +70,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--turns", type=int, default=6, help="turns per episode")
     ap.add_argument("--tool-tokens", type=int, default=300, help="tool-result tokens appended after a turn")
     ap.add_argument("--episodes", type=int, default=1, help="episodes generated together")
+    ap.add_argument("--episode-prompt-len", type=int, default=1024, help="opening prompt tokens (episode)")
     ap.add_argument("--step-prompts", type=int, default=1, help="prompts per GRPO step (step case)")
     ap.add_argument("--step-n", type=int, default=8, help="rollouts per prompt (step case)")
     ap.add_argument("--step-prompt-len", type=int, default=512, help="prompt tokens (step case)")
     ap.add_argument("--steps", type=int, default=1, help="GRPO steps per path (step case)")
     ap.add_argument("--repeats", type=int, default=1, help="rounds per cell; the best is kept")
-    ap.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                    help="seconds as process CPU time (use with --threads 1) or elapsed wall time")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="tiny model, short prompts: seconds (the tests)")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
@@ -84,6 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.quick:
         args.models, args.prompt_lens, args.ns, args.new_tokens = "tiny", [24, 40], [3], 6
         args.turns, args.tool_tokens, args.episodes, args.groups = 3, 7, 2, 2
+        args.episode_prompt_len = 24
         args.step_prompts, args.step_n, args.step_prompt_len, args.steps = 2, 4, 24, 1
     return args
 
@@ -189,19 +196,28 @@ def full_forward_logprobs(model: Any, contexts: list[list[int]], n: int, rows: l
     return out
 
 
-def best_of(repeats: int, first_today: bool, today: Callable[[], Any], new: Callable[[], Any]) -> dict:
-    """Best seconds of each path over `repeats` rounds, alternating which goes first; the last outputs."""
-    times: dict[str, list[float]] = {"today": [], "new": []}
+def timed_call(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    """fn's result and its seconds on both clocks: process CPU time and elapsed wall time."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, {"cpu": time.process_time() - cpu, "wall": time.perf_counter() - wall}
+
+
+def best_of(repeats: int, first_today: bool, today: Callable[[], Any], new: Callable[[], Any],
+            clock: str) -> dict:
+    """Best seconds on `clock` of each path over `repeats` rounds, alternating which goes first; every
+    round's seconds on both clocks; the last outputs."""
+    times: dict[str, list[dict[str, float]]] = {"today": [], "new": []}
     outputs: dict[str, Any] = {}
     for r in range(repeats):
         order = [("today", today), ("new", new)]
         if (r % 2 == 0) != first_today:
             order.reverse()
         for key, fn in order:
-            t0 = time.perf_counter()
-            outputs[key] = fn()
-            times[key].append(time.perf_counter() - t0)
-    return {"seconds": {k: min(v) for k, v in times.items()}, "all_seconds": times, "outputs": outputs}
+            outputs[key], seconds = timed_call(fn)
+            times[key].append(seconds)
+    best = {k: min(t[clock] for t in v) for k, v in times.items()}
+    return {"seconds": best, "all_seconds": times, "outputs": outputs, "clock": clock}
 
 
 def row(case: str, model: str, prompt_len: int, n: int, new_tokens: int, timed: dict,
@@ -213,7 +229,7 @@ def row(case: str, model: str, prompt_len: int, n: int, new_tokens: int, timed: 
         "tokens_per_s_today": tokens["today"] / s["today"], "tokens_per_s_new": tokens["new"] / s["new"],
         "speedup": (tokens["new"] / s["new"]) / (tokens["today"] / s["today"]),
         "tokens_equal": equal, "generated_today": tokens["today"], "generated_new": tokens["new"],
-        "all_seconds": timed["all_seconds"],
+        "all_seconds": timed["all_seconds"], "clock": timed["clock"],
     }
     out.update(extra)
     return out
@@ -236,7 +252,7 @@ def grpo_cell(model: Any, label: str, prompt_len: int, n: int, args: argparse.Na
     def new() -> Any:
         return new_sample(model, contexts, n, args.new_tokens, temperature, seed)
 
-    timed = best_of(args.repeats, prompt_len % 2 == 0, today, new)
+    timed = best_of(args.repeats, prompt_len % 2 == 0, today, new, args.clock)
     ids_today, rollouts = timed["outputs"]["today"], timed["outputs"]["new"]
     tokens = {"today": sum(map(len, ids_today)), "new": sum(map(len, rollouts.ids))}
     extra: dict[str, Any] = {"groups": args.groups, "path": rollouts.path, "path_reason": rollouts.reason}
@@ -256,7 +272,7 @@ def grpo_cell(model: Any, label: str, prompt_len: int, n: int, args: argparse.Na
 def episode_cell(model: Any, label: str, args: argparse.Namespace) -> dict[str, Any]:
     """Both paths play the same episodes: the same opening prompts and tool results; each path continues
     its own conversation (they stay equal when the paths write equal ids)."""
-    prompt_len = min(args.prompt_lens)
+    prompt_len = args.episode_prompt_len
     openings = random_ids(model, args.episodes, prompt_len, args.seed + 7)
     results = [random_ids(model, args.episodes, args.tool_tokens, args.seed + 100 + t)
                for t in range(args.turns)]
@@ -280,7 +296,7 @@ def episode_cell(model: Any, label: str, args: argparse.Namespace) -> dict[str, 
         return play(lambda contexts: new_sample(model, contexts, 1, args.new_tokens, 0.0, args.seed,
                                                 prefix_cache=cache).ids)
 
-    timed = best_of(args.repeats, True, today, new)
+    timed = best_of(args.repeats, True, today, new, args.clock)
     turns_today, turns_new = timed["outputs"]["today"], timed["outputs"]["new"]
     tokens = {k: sum(len(w) for turn in v for w in turn) for k, v in timed["outputs"].items()}
     return row("episode", label, prompt_len, args.episodes, args.new_tokens, timed, tokens,
@@ -326,7 +342,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> list[di
     cases = [c for c in CASES if c in args.cases.split(",")]
     labels = [args.model] if args.model else args.models.split(",")
     longest = max(max(args.prompt_lens) + args.new_tokens,
-                  min(args.prompt_lens) + args.turns * (args.new_tokens + args.tool_tokens),
+                  args.episode_prompt_len + args.turns * (args.new_tokens + args.tool_tokens),
                   args.step_prompt_len + args.new_tokens) + 8
     say(HEADER)
     rows: list[dict[str, Any]] = []
