@@ -9,7 +9,8 @@ JSON body per POST. ``--mode`` picks the misbehaviour:
   exits when its stdin closes; tool ``block`` never answers;
 - ``badtools``: lists ``echo`` and five tools with bad input schemas (dangling ``$ref``, non-object
   schema, nested 100 deep, a backtracking ``pattern``, a schema that is a string);
-- ``slow``: tool ``wait(seconds)`` answers after sleeping;
+- ``slow``: tool ``wait(seconds)`` answers after sleeping, with the wall-clock times it started and
+  ended;
 - ``noisy``: writes 20 MB to stderr before it serves; tool ``crash`` writes a last line to stderr
   and exits.
 
@@ -102,10 +103,12 @@ def answer(request: dict[str, Any], mode: str, out: BinaryIO, on_length: Any = N
         if name == "crash":
             print("fatal: the tool crashed", file=sys.stderr, flush=True)
             sys.exit(3)
+        text = str(args.get("text", "done"))
         if name == "wait":
+            start = time.time()
             time.sleep(float(args.get("seconds", 1)))
-        result = {"content": [{"type": "text", "text": str(args.get("text", "done"))}], "isError": False,
-                  "resultType": "complete"}
+            text = json.dumps([start, time.time()])  # when it ran, for the tests of calls side by side
+        result = {"content": [{"type": "text", "text": text}], "isError": False, "resultType": "complete"}
     else:
         result = None
     body = head + (b',"result":' + json.dumps(result).encode() if result is not None

@@ -29,6 +29,16 @@ from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
 from tooltune.environments.mcp import McpEnvironment, McpSettings  # noqa: E402
 from tooltune.environments.mcp_client import McpConnection, McpUnavailable, close_all  # noqa: E402
 from tooltune.environments.mcp_data import McpServer  # noqa: E402
+from tooltune.generation import (  # noqa: E402
+    EpisodeConfig,
+    EpisodeRun,
+    MessageContext,
+    ScriptedBackend,
+    StopRules,
+    drive,
+    step_decoder,
+)
+from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
 
 HOSTILE = [sys.executable, str(Path(__file__).with_name("mcp_hostile_server.py"))]
@@ -152,6 +162,35 @@ def test_a_server_that_floods_stderr_costs_no_memory_and_its_last_words_are_the_
         assert conn.broken.endswith("fatal: the tool crashed')")  # the logs do
     finally:
         conn.close()
+
+
+def test_the_calls_of_mcp_episodes_run_side_by_side_within_the_server_limit():
+    """The figure: 6 episodes, one 0.5 s call each, at most 3 at once per server: the server's own clock
+    shows 3 calls overlapping and never 4 (the bench: 8 x 2 s calls in 2.0 s instead of 16 s)."""
+    server = hostile("slow")
+    conn = McpConnection(server).start()
+    tools = conn.list_tools()
+    conn.close()
+    sample = task_from_record({"id": "w", "prompt": "wait", "check": {"kind": "answer", "contains": ["x"]}},
+                              server, tools)
+    text = render_answer([ToolCall("wait", {"seconds": 0.5})], "tool_n1")
+    runs = []
+    for k in range(6):
+        env = McpEnvironment(McpSettings(server_calls=3))
+        env.reset(sample)
+        assert not env.step(ToolCall("echo", {"text": "started"})).error
+        runs.append(EpisodeRun(env, MessageContext(EpisodeConfig(), f"e{k}"), rules=StopRules(step_limit=1),
+                               decode=step_decoder("tool_n1"), id=f"e{k}"))
+    drive(runs, ScriptedBackend(lambda r: text))
+    spans = [json.loads(r.record.turn_steps[0][0].results[0].content) for r in runs]
+    for r in runs:
+        r.executor.close()
+    edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    now = most = 0
+    for _, d in edges:
+        now += d
+        most = max(most, now)
+    assert 1 < most <= 3
 
 
 EXIT_SCRIPT = """
