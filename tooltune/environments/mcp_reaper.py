@@ -26,9 +26,10 @@ GRACE_SECONDS = 2.0
 """Time the groups have to end after SIGTERM before SIGKILL."""
 
 
-def _alive(pgid: int) -> bool:
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send `sig` to process group `pgid` (0: only ask whether it exists); whether it had a member."""
     try:
-        os.killpg(pgid, 0)
+        os.killpg(pgid, sig)
     except ProcessLookupError:
         return False
     except PermissionError:  # the group id was reused by another user's processes
@@ -38,21 +39,13 @@ def _alive(pgid: int) -> bool:
 
 def end_groups(groups: Iterable[int], grace: float = GRACE_SECONDS) -> None:
     """SIGTERM to every process group in `groups`, then SIGKILL to those still there after `grace`."""
-    groups = set(groups)
-    for pgid in groups:
-        try:
-            os.killpg(pgid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+    groups = {g for g in groups if signal_group(g, signal.SIGTERM)}
     deadline = time.monotonic() + grace
     while groups and time.monotonic() < deadline:
-        groups = {g for g in groups if _alive(g)}
+        groups = {g for g in groups if signal_group(g, 0)}
         time.sleep(0.02)
     for pgid in groups:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        signal_group(pgid, signal.SIGKILL)
 
 
 def watch(lines: Iterable[bytes]) -> set[int]:

@@ -35,7 +35,7 @@ except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
 from tooltune.environments.mcp_data import McpServer
-from tooltune.environments.mcp_reaper import REAPER
+from tooltune.environments.mcp_reaper import REAPER, signal_group
 from tooltune.environments.mcp_wire import MessageCutter, Wire
 
 logger = logging.getLogger(__name__)
@@ -105,15 +105,6 @@ def _enlarge(fd: int) -> None:
         pass
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send `sig` to group `pgid`; whether the group still had a member."""
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
 async def _until(condition: Callable[[], bool], seconds: float) -> bool:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
@@ -130,10 +121,10 @@ async def stop_process(proc: asyncio.subprocess.Process, pgid: int) -> None:
         proc.stdin.close()
     exited = await _until(lambda: proc.returncode is not None, EXIT_SECONDS)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        if exited and not _signal_group(pgid, 0):
+        if exited and not signal_group(pgid, 0):
             break
-        _signal_group(pgid, sig)
-        exited = await _until(lambda: proc.returncode is not None and not _signal_group(pgid, 0),
+        signal_group(pgid, sig)
+        exited = await _until(lambda: proc.returncode is not None and not signal_group(pgid, 0),
                               EXIT_SECONDS)
     if proc.returncode is None:
         logger.warning("MCP server process %d is still alive after SIGKILL; abandoning it", proc.pid)
@@ -158,10 +149,10 @@ async def prepare_folder(folder: str, prepare: tuple[str, ...], seconds: float, 
     try:
         code, _ = await asyncio.wait_for(asyncio.gather(proc.wait(), drain(proc.stderr, stderr)), seconds)
     except asyncio.TimeoutError:
-        _signal_group(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         raise PrepareFailed(f"the prepare command did not end within {seconds:g} s") from None
     finally:
-        _signal_group(proc.pid, signal.SIGKILL)  # what it left running in its group
+        signal_group(proc.pid, signal.SIGKILL)  # what it left running in its group
     if code != 0:
         raise PrepareFailed(f"the prepare command exited with status {code}")
 
