@@ -109,6 +109,29 @@ def check_big_results(server: McpServer) -> None:
         conn.close()
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http-unsized", "http-sse"])
+def test_a_result_far_over_the_cap_costs_less_than_twice_the_cap_end_to_end(transport: str):
+    """The figure: traced peak memory of this process while a 30 MB result passes a 2 MiB cap (read to
+    its end: stdio, HTTP without a length, SSE) stays below 4 MiB."""
+    import tracemalloc
+
+    cap = 2 << 20
+    flags = {"http-unsized": ["--unsized"], "http-sse": ["--sse"]}.get(transport, [])
+    with ExitStack() as stack:
+        where = stack.enter_context(http_big(flags)) if transport != "stdio" else None
+        conn = McpConnection(McpServer.parse(where) if where else hostile("big"), start_seconds=20,
+                             call_seconds=20, message_bytes=cap).start()
+        stack.callback(conn.close)
+        conn.call("dump", {"size": 10})
+        tracemalloc.start()
+        try:
+            cut = conn.call("dump", {"size": 30_000_000})
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert cut.cut_bytes > 30_000_000 and peak < 2 * cap, peak
+
+
 def test_the_tool_message_of_a_cut_result_notes_the_full_size():
     server = hostile("big")
     conn = McpConnection(server).start()
