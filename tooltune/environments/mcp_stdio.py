@@ -183,11 +183,9 @@ async def stdio_transport(server: McpServer, wire: Wire, stderr: StderrTail,
         os.close(write_fd)
     pgid = proc.pid
     REAPER.register(pgid)
-    stderr_task = asyncio.ensure_future(drain(proc.stderr, stderr))
+    background = [asyncio.ensure_future(drain(proc.stderr, stderr))]
     stdout = asyncio.StreamReader()  # buffers about twice its 64 KiB limit before it pauses the pipe
-    loop = asyncio.get_running_loop()
-    pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdout),
-                                           os.fdopen(read_fd, "rb", 0))
+    pipe: Any = None
     to_session, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, from_session = anyio.create_memory_object_stream[Any](0)
 
@@ -230,6 +228,8 @@ async def stdio_transport(server: McpServer, wire: Wire, stderr: StderrTail,
             await to_session.aclose()
 
     try:
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(stdout), os.fdopen(read_fd, "rb", 0))
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(read)
             tasks.start_soon(write)
@@ -239,8 +239,12 @@ async def stdio_transport(server: McpServer, wire: Wire, stderr: StderrTail,
                 tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            pipe.close()
+            # stdout is still read (and dropped) while the server exits: one blocked writing it could not
+            background.append(asyncio.ensure_future(drain(stdout, StderrTail())))
             await stop_process(proc, pgid)
-            stderr_task.cancel()
+            for task in background:
+                task.cancel()
+            if pipe is not None:
+                pipe.close()
             for stream in (read_stream, write_stream, to_session, from_session):
                 await stream.aclose()
