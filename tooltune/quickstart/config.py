@@ -114,7 +114,7 @@ class BenchmarksConfig:
     template: str = option(
         "",
         "Prompt template of the evaluations (empty = train.data.template). For a model whose chat template "
-        "has no tool format: tool_n1 (the template it is trained on) or python (BFCL's prompt-based format).",
+        "has no tool format: tool_n1 (the template it is trained on) or bfcl (BFCL's prompt-based format).",
     )
     max_new_tokens: int = option(256, "New tokens per answer (greedy).", min=1)
     batch_size: int = option(8, "Prompts per generation batch.", min=1)

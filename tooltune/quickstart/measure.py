@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooltune.generation import HFBackend, Sampling, score_samples
 from tooltune.models import load_model_and_tokenizer
+from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.stats import summarize
 from tooltune.schema import Sample
 
@@ -20,10 +21,22 @@ if TYPE_CHECKING:  # the pipeline module imports this one
     from tooltune.quickstart.run import Pipeline
 
 
-def load(path: str | Path) -> tuple[Any, Any]:
-    model, tok = load_model_and_tokenizer(str(path), dtype="float32")
+def load(path: str | Path, device: str | None = None) -> tuple[Any, Any]:
+    """A checkpoint in float32 with left padding, on `device` (None: the CPU)."""
+    model, tok = load_model_and_tokenizer(str(path), dtype="float32", device=device)
     tok.padding_side = "left"
     return model, tok
+
+
+def run_device(cfg: QuickstartConfig) -> str:
+    """Where the quickstart's own loops (SFT, evaluations) run: `train.run.device`, auto = cuda when a
+    GPU is there (GRPO runs through `tooltune.training`, which reads the same key)."""
+    import torch  # deferred: heavy
+
+    device = cfg.train.run.device
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:

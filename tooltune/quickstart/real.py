@@ -11,7 +11,7 @@ continued SFT for GRPO's training time, `tooltune.quickstart.run`), with three s
   eval_*    every checkpoint (the untrained model as eval_base, then sft, grpo, sft_continued) on the
             official benchmarks of `benchmarks.suites` through the evaluation runner, each on its fixed
             stratified subset (`benchmarks.subset`, seed `benchmarks.subset_seed`), greedy, plus greedy
-            exact match on the unseen-tools and val splits
+            exact match on the unseen-tools split
 
 Each benchmark run is a `tooltune eval` run folder under DIR/evals/<checkpoint>/<benchmark>/ (verdicts,
 summary with standard errors, manifest, report), resumed inside the stage after a kill.
@@ -30,7 +30,7 @@ from tooltune.data.pipeline import PrepareConfig, prepare
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import SubsetSpec, evaluate
 from tooltune.generation import HFBackend, Sampling
-from tooltune.quickstart.measure import greedy, load
+from tooltune.quickstart.measure import greedy, load, run_device
 from tooltune.quickstart.real_report import write_real_report
 from tooltune.quickstart.run import (
     DESCRIPTIONS,
@@ -129,9 +129,9 @@ def _headline_key(scores: dict[str, float], categories: list[str]) -> str | None
 
 
 def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
-    """Every benchmark suite on checkpoint `name`, then greedy exact match on unseen_tools and val."""
+    """Every benchmark suite on checkpoint `name`, then greedy exact match on the unseen-tools split."""
     b = p.cfg.benchmarks
-    model, tok = load(p.model_dir(name))
+    model, tok = load(p.model_dir(name), run_device(p.cfg))
     model.eval()
     backend = HFBackend(model=model, tokenizer=tok, batch_size=b.batch_size, name=f"quickstart-{name}")
     controls = Controls(template=evaluation_template(p))
@@ -156,8 +156,7 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
     greedy_backend = HFBackend(model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size,
                                name=f"quickstart-{name}")
     wall = time.perf_counter()
-    out = {"benchmarks": results, "unseen_tools": greedy(p, greedy_backend, sp["unseen_tools"]),
-           "val": greedy(p, greedy_backend, sp["val"])}
+    out = {"benchmarks": results, "unseen_tools": greedy(p, greedy_backend, sp["unseen_tools"])}
     out["splits_timing"] = {"wall_s": time.perf_counter() - wall}
     return out
 

@@ -95,7 +95,7 @@ def phases(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         elif stage.startswith("eval_"):
             for bench, r in res["benchmarks"].items():
                 add(f"{stage}: {bench} ({r['entries']} entries)", r["timing"]["wall_s"], r["timing"]["cpu_s"])
-            add(f"{stage}: unseen tools + val", res.get("splits_timing", {}).get("wall_s"))
+            add(f"{stage}: unseen tools", res.get("splits_timing", {}).get("wall_s"))
         else:
             add(stage, t.get("wall_s"), t.get("cpu_s"))
     return rows

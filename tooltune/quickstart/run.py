@@ -42,7 +42,7 @@ from tooltune.models import build_tiny_model
 from tooltune.prompts import render_answer, render_prompt
 from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
-from tooltune.quickstart.measure import backend, greedy, load, pass_at_k
+from tooltune.quickstart.measure import backend, greedy, load, pass_at_k, run_device
 from tooltune.quickstart.report import write_report
 from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.schema import Sample, read_jsonl, write_jsonl
@@ -265,7 +265,7 @@ def stage_model(p: Pipeline) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------- evaluation
 def _evaluate(p: Pipeline, model_name: str, with_pass: bool = False) -> dict[str, Any]:
-    model, tok = load(p.model_dir(model_name))
+    model, tok = load(p.model_dir(model_name), run_device(p.cfg))
     model.eval()
     be = backend(p, model, tok)
     sp = p.splits()
@@ -299,8 +299,9 @@ def stage_sft(p: Pipeline) -> dict[str, Any]:
     tcfg = p.train_config("sft")
     progress = p.model_dir("sft_progress")
     resuming = is_complete(progress)
-    model, tok = load(progress if resuming else p.model_dir("base"))
-    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]))
+    device = run_device(p.cfg)
+    model, tok = load(progress if resuming else p.model_dir("base"), device)
+    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]), device)
     state: dict[str, Any] = {"curve": [], "best_step": None, "best_accuracy": -1.0, "reached": False}
     if resuming:
         state = loop.restore(progress)
@@ -345,8 +346,9 @@ def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
     budget = grpo[TRAIN_KEYS[clock]]
     marks = [pt["t"] for pt in grpo_curve(grpo, clock)]
     tcfg = p.train_config("sft")
-    model, tok = load(p.model_dir("sft"))
-    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]))
+    device = run_device(p.cfg)
+    model, tok = load(p.model_dir("sft"), device)
+    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]), device)
     loop.restore(p.model_dir("sft"))
     dg = p.cfg.train.diagnostics
     val = p.splits()["val"][: min(dg.eval_samples, p.cfg.train.data.max_val_samples or dg.eval_samples)]
