@@ -4,7 +4,8 @@ It speaks MCP's JSON-RPC by hand, over stdio or (``--http PORT``) streamable HTT
 JSON body per POST. ``--mode`` picks the misbehaviour:
 
 - ``big``: tool ``dump(size)`` answers with a text of ``size`` bytes (written in 1 MB pieces);
-- ``junk``: writes a line that is not MCP on stdout before anything else;
+- ``junk``: writes a line that is not MCP on stdout before anything else (over HTTP: answers with
+  an HTML body);
 - ``helper``: starts a helper process (``sleep``) that outlives it, prints its pid to stderr, and
   exits when its stdin closes; tool ``block`` never answers;
 - ``badtools``: lists ``echo`` and five tools with bad input schemas (dangling ``$ref``, non-object
@@ -162,6 +163,10 @@ def serve_http(mode: str, port: int, unsized: bool, sse: bool = False) -> None:
                 return
             self.send_response(200)
             self.send_header("content-type", "text/event-stream" if sse else "application/json")
+            if mode == "junk":  # a body that is not JSON-RPC
+                self.end_headers()
+                self.wfile.write(b"<html>Welcome! This is not an MCP endpoint</html>")
+                return
             try:
                 if sse:
                     self.end_headers()

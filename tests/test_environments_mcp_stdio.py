@@ -69,11 +69,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_big(flags: list[str]) -> Iterator[str]:
-    """The big-result server over HTTP: JSON bodies with Content-Length (not read past the cap), without
+def http_big(flags: list[str], mode: str = "big") -> Iterator[str]:
+    """The hostile server over HTTP: JSON bodies with Content-Length (not read past the cap), without
     (``--unsized``: read to their end) or SSE events (``--sse``)."""
     port = free_port()
-    proc = subprocess.Popen([*HOSTILE, "--mode", "big", "--http", str(port), *flags])
+    proc = subprocess.Popen([*HOSTILE, "--mode", mode, "--http", str(port), *flags])
     try:
         def listening() -> bool:
             with socket.socket() as s:
@@ -148,13 +148,18 @@ def test_the_tool_message_of_a_cut_result_notes_the_full_size():
         env.close()
 
 
-def test_a_server_that_speaks_no_protocol_is_one_line_with_its_first_bytes(caplog: pytest.LogCaptureFixture):
-    conn = McpConnection(hostile("junk"), start_seconds=20).start()
-    with caplog.at_level(logging.WARNING), pytest.raises(McpUnavailable) as err:
-        conn.list_tools()
+@pytest.mark.parametrize("transport, first_bytes", [
+    ("stdio", "b'Welcome! Server starting on stdio"), ("http", "b'<html>Welcome! This is not an MCP")])
+def test_a_server_that_speaks_no_protocol_is_one_line_with_its_first_bytes(
+        transport: str, first_bytes: str, caplog: pytest.LogCaptureFixture):
+    with ExitStack() as stack:
+        where = stack.enter_context(http_big([], "junk")) if transport == "http" else None
+        conn = McpConnection(McpServer.parse(where) if where else hostile("junk"), start_seconds=20).start()
+        with caplog.at_level(logging.WARNING), pytest.raises(McpUnavailable) as err:
+            conn.list_tools()
     message = str(err.value)
-    assert "not an MCP (JSON-RPC) message: b'Welcome! Server starting on stdio" in message
-    assert "\n" not in message and "/" not in message.split("b'")[0]  # no folders before the quote
+    assert f"not an MCP (JSON-RPC) message: {first_bytes}" in message
+    assert "\n" not in message and HOSTILE[1] not in message and sys.executable not in message  # no folders
     assert "no MCP handshake within" not in message  # it failed on the first line, not on the deadline
     assert all("Traceback" not in r.getMessage() and not r.exc_info for r in caplog.records)
 
