@@ -26,6 +26,7 @@ psutil = pytest.importorskip("psutil")
 from test_environments_mcp import wait_for  # noqa: E402
 
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
+from tooltune.environments import mcp_schema  # noqa: E402
 from tooltune.environments.mcp import McpEnvironment, McpSettings  # noqa: E402
 from tooltune.environments.mcp_client import McpConnection, McpUnavailable, close_all  # noqa: E402
 from tooltune.environments.mcp_data import McpServer  # noqa: E402
@@ -165,6 +166,7 @@ def test_a_server_that_speaks_no_protocol_is_one_line_with_its_first_bytes(
 
 
 def test_bad_tools_are_left_out_and_the_rest_of_the_server_works(caplog: pytest.LogCaptureFixture):
+    mcp_schema._WARNED.clear()
     conn = McpConnection(hostile("badtools"), start_seconds=20).start()
     try:
         with caplog.at_level(logging.WARNING):

@@ -10,6 +10,7 @@ import tracemalloc
 
 import pytest
 
+from tooltune.environments import mcp_schema
 from tooltune.environments.mcp_data import CUT_KEY
 from tooltune.environments.mcp_wire import MessageCutter, Oversized, Wire
 
@@ -96,12 +97,14 @@ def test_text_that_is_not_mcp_is_recorded_with_its_first_bytes():
 
 
 def test_bad_tools_are_left_out_of_a_tools_list_answer(caplog: pytest.LogCaptureFixture):
+    mcp_schema._WARNED.clear()
     wire = Wire("hostile")
-    wire.sent({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
     tools = [{"name": "ok", "inputSchema": {"type": "object"}}, {"name": "bad", "inputSchema": "object"}]
+    answer = {"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}
     with caplog.at_level(logging.WARNING):
-        answer = {"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}
-        out = json.loads(wire.received(json.dumps(answer).encode()))
-    assert [t["name"] for t in out["result"]["tools"]] == ["ok"]
+        for _ in range(3):  # every episode of a restarted server lists them: one warning in all
+            wire.sent({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            out = json.loads(wire.received(json.dumps(answer).encode()))
+            assert [t["name"] for t in out["result"]["tools"]] == ["ok"]
     (line,) = [r.getMessage() for r in caplog.records]
     assert "'bad' left out" in line and "not a JSON-Schema object" in line

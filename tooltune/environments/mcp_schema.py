@@ -177,9 +177,15 @@ def tool_problem(tool: Any) -> str | None:
     return schema_problem(tool.get("inputSchema"))
 
 
+MAX_WARNED = 10_000
+"""Left-out tools remembered so that each is logged once per process."""
+_WARNED: set[tuple[str, str, str]] = set()
+
+
 def screen_tools(answer: dict[str, Any], server: str) -> dict[str, Any]:
     """A tools/list answer (a JSON-RPC response) with every tool that has a `tool_problem` left out,
-    each logged in one line naming `server`, the tool and why."""
+    each logged in one line naming `server`, the tool and why (once per process: every episode of a
+    restarted server lists the same tools)."""
     result = answer.get("result")
     tools = result.get("tools") if isinstance(result, dict) else None
     if not isinstance(tools, list):
@@ -190,8 +196,11 @@ def screen_tools(answer: dict[str, Any], server: str) -> dict[str, Any]:
         if problem is None:
             kept.append(tool)
             continue
-        name = tool.get("name") if isinstance(tool, dict) else None
-        logger.warning("MCP server %r: tool %r left out: %s", server, str(name)[:80], problem)
+        name = str(tool.get("name") if isinstance(tool, dict) else None)[:80]
+        if (server, name, problem) not in _WARNED:  # once per process, not once per episode's server
+            if len(_WARNED) < MAX_WARNED:
+                _WARNED.add((server, name, problem))
+            logger.warning("MCP server %r: tool %r left out: %s", server, name, problem)
     return {**answer, "result": {**result, "tools": kept}}
 
 
