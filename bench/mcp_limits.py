@@ -7,8 +7,8 @@ Every server is tests/mcp_hostile_server.py (standard library only; it misbehave
    process: the call's time, the peak resident memory above the process's resident memory before the
    call (Linux: VmHWM after resetting it through /proc/self/clear_refs), and the traced Python peak
    (tracemalloc) of a second call. The cap is the
-   default `message_bytes` (4 MiB). Side by side, the SDK's own stdio reader on 5/10/20 MB (what
-   tooltune used before: it re-joins its buffer for every piece read).
+   default `message_bytes` (4 MiB). Side by side, the SDK's own stdio reader on 5/10/20 MB (it
+   re-joins its buffer for every piece read).
 2. Calls side by side: 8 `mcp` episodes whose one call takes 2 s, one turn driven by `drive` with the
    default tool threads and with one (the calls one after another).
 3. Processes left: a server that starts a helper child, tooltune ended by close, by an error, by

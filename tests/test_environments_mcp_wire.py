@@ -53,7 +53,7 @@ def test_an_oversized_message_costs_less_than_twice_the_cap_in_memory(size: int)
 
 def test_reading_is_linear_in_the_pieces_fed():
     """Each byte is looked at a bounded number of times: the pieces kept never exceed the cap, and a
-    message under the cap is joined once (the stdio reader used to re-join its buffer per piece)."""
+    message under the cap is joined once (not re-joined for every piece read)."""
     cutter = MessageCutter(cap=CAP)
     pieces = list(_big_answer(1, CAP // 2, chunk=4096))
     joins = 0
