@@ -170,11 +170,13 @@ class PrefixCache:
         longest common prefix with `tokens`; (0, None) when none shares one. The keys of a common prefix
         are the prefix's own (causal attention), so a partial match is reusable as well."""
         best, best_key = 0, None
+        tokens = tuple(tokens)
         for key in self._entries:
             limit = min(len(key), len(tokens))
             if limit <= best or key[0] != tokens[0]:
                 continue
-            common = _common_prefix(key, tokens, limit)
+            # an episode's context extends its previous turn: one comparison finds it
+            common = limit if tokens[:limit] == key[:limit] else _common_prefix(key, tokens, limit)
             if common > best:
                 best, best_key = common, key
         return best, best_key
@@ -205,14 +207,13 @@ class PrefixCache:
         self._tokens -= len(key)
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int], limit: int) -> int:
-    """Length of the common prefix of `a` and `b` (at most `limit`), by halving: slice compares run in C."""
-    if tuple(a[:limit]) == tuple(b[:limit]):
-        return limit
+def _common_prefix(a: tuple[int, ...], b: tuple[int, ...], limit: int) -> int:
+    """Length of the common prefix of `a` and `b`, which differ within their first `limit` tokens, by
+    halving: slice compares run in C."""
     low, high = 0, limit  # a[:low] == b[:low], a[:high] != b[:high]
     while high - low > 1:
         mid = (low + high) // 2
-        if tuple(a[:mid]) == tuple(b[:mid]):
+        if a[:mid] == b[:mid]:
             low = mid
         else:
             high = mid
