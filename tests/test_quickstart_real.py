@@ -50,7 +50,7 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
 ) -> None:
     out = tmp_path / "run"
     args = ["quickstart", "--config", str(MINI), "--model", str(tiny_model_dir), "--out", str(out),
-            "--benchmarks.data_dir", str(shared_data_dir)]
+            "--benchmarks.data_dir", str(shared_data_dir), "--real_data.eval_data", str(shared_data_dir)]
     assert main(args) == 0
     stages = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued",
               "eval_sft_continued")
@@ -60,6 +60,7 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
     data = json.loads((out / "stages" / "data.json").read_text())
     assert data["sizes"] == {k: len(v) for k, v in splits.items()} and len(splits["unseen_tools"]) > 0
     assert data["sources"]["toolrl"]["records_in"] == 60
+    assert set(data["decontamination"]["samples_rejected"]) == {"bfcl", "apibank", "acebench"}
     trained = {t.name.lower() for s in splits["train"] + splits["val"] for t in s.tools}
     assert not trained & {t.name.lower() for s in splits["unseen_tools"] for t in s.tools}
     # every checkpoint on the same fixed entries of each benchmark, with standard errors

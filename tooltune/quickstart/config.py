@@ -68,10 +68,14 @@ class RealDataConfig:
         "package", "The source's input file or folder (`package`: the copy that ships with tooltune, for "
         "toolrl)."
     )
+    decontaminate: bool = option(
+        True,
+        "Drop training samples whose user turns copy a user turn of BFCL, API-Bank or ACEBench (`tooltune "
+        "data prepare --decontaminate`; the counts per benchmark are in the data stage's result).",
+    )
     eval_data: str = option(
-        "",
-        "Folder holding apibank/ and acebench/ for decontamination (empty = $TOOLTUNE_DATA_DIR); BFCL comes "
-        "with bfcl-eval. Training samples whose query matches an evaluation entry are dropped.",
+        "", "Folder holding apibank/ and acebench/ for decontamination (empty = $TOOLTUNE_DATA_DIR); BFCL's "
+        "turns come with bfcl-eval."
     )
     unseen_fraction: float = option(
         0.1,

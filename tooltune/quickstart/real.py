@@ -4,9 +4,9 @@ The same pipeline as the synthetic quickstart (SFT warm start -> GRPO with the b
 continued SFT for GRPO's training time, `tooltune.quickstart.run`), with three stages of its own:
 
   data      `tooltune.data.pipeline.prepare` on `real_data.source` (ToolRL by default; training samples
-            matching an evaluation entry are dropped when the source pipeline decontaminates), split by
-            tool domain (`tooltune.data.domain_split`): train, val (training domains, kept out of
-            training) and unseen_tools (domains no training sample offers)
+            copying a user turn of BFCL, API-Bank or ACEBench are dropped: `real_data.decontaminate`),
+            split by tool domain (`tooltune.data.domain_split`): train, val (training domains, kept out
+            of training) and unseen_tools (domains no training sample offers)
   model     the model folder `model`, loaded once to count it (the load phase of the time table)
   eval_*    every checkpoint (the untrained model as eval_base, then sft, grpo, sft_continued) on the
             official benchmarks of `benchmarks.suites` through the evaluation runner, each on its fixed
@@ -19,6 +19,7 @@ summary with standard errors, manifest, report), resumed inside the stage after 
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from pathlib import Path
@@ -81,8 +82,8 @@ def stage_real_data(p: Pipeline) -> dict[str, Any]:
     prepared = p.out / "data" / "prepared"
     config = PrepareConfig(sources=[(rd.source, rd.input)], out=str(prepared), val_fraction=0.0,
                            seed=p.cfg.seed, progress=False, limit=rd.limit or None,
-                           no_call_samples=rd.no_call_samples)
-    _set_eval_data(config, rd.eval_data)
+                           no_call_samples=rd.no_call_samples, decontaminate=rd.decontaminate,
+                           eval_data=rd.eval_data or None)
     stats = prepare(config)
     samples = read_jsonl(str(prepared / "train.jsonl"))
     seen, unseen = split_by_domain(samples, rd.unseen_fraction, p.cfg.seed)
@@ -97,15 +98,10 @@ def stage_real_data(p: Pipeline) -> dict[str, Any]:
     for name, rows in splits.items():
         write_jsonl(rows, str(p.out / "data" / f"{name}.jsonl"))
     p._splits = None
+    written = json.loads((prepared / "stats.json").read_text(encoding="utf-8"))
     return {"sizes": {k: len(v) for k, v in splits.items()}, "prepared": len(samples),
-            "domains": len(tool_domains(samples)),
+            "domains": len(tool_domains(samples)), "decontamination": written.get("decontamination"),
             "sources": {name: st.to_dict() for name, st in stats.items()}}
-
-
-def _set_eval_data(config: PrepareConfig, eval_data: str) -> None:
-    """Point the preparation's decontamination at `eval_data` where the pipeline takes such a folder."""
-    if eval_data and hasattr(config, "eval_data"):
-        config.eval_data = eval_data
 
 
 def stage_real_model(p: Pipeline) -> dict[str, Any]:

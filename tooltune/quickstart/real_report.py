@@ -132,6 +132,10 @@ def _md(r: dict[str, Any]) -> str:
         sizes = ", ".join(f"{k} {v}" for k, v in r["data"]["sizes"].items())
         lines += [f"Data: {sizes} ({r['data']['prepared']} prepared samples, {r['data']['domains']} tool "
                   "domains; unseen_tools = domains no training sample offers).", ""]
+        decontamination = r["data"].get("decontamination")
+        if decontamination:
+            rejected = ", ".join(f"{b} {n}" for b, n in decontamination["samples_rejected"].items())
+            lines += [f"Decontamination (user turns copied from a benchmark), dropped: {rejected}.", ""]
     for bench, subset in r["subsets"].items():
         if subset:
             how = subset.get("per_category", "listed")
