@@ -65,7 +65,8 @@ def _add_ace_args(p: argparse.ArgumentParser) -> None:
     add = config_mechanism.add_arguments
     p.add_argument("--benchmark", required=True, choices=benchmark_names(),
                    help="the benchmark whose single-turn entries are measured")
-    add(p, RunOptions, exclude=("report",), group="run")
+    # ACE runs on every single-turn entry: no subset options
+    add(p, RunOptions, exclude=("report", "subset", "subset_seed", "subset_ids"), group="run")
     add(p, BackendConfig, exclude=("batch_size",), group="backend",
         title="the evaluated model's completions (exactly one of --predictions FILE[,FILE...] (one per "
               "seed), --model, --endpoint)")
