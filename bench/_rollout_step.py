@@ -4,10 +4,11 @@
 of the real-model recipe), `--steps` steps of `--step-prompts` prompts x `--step-n` rollouts of up to
 `--new-tokens` tokens at temperature 1, once with `grpo.rollout_path` "generate" (TRL's generation, each
 prompt prefilled n times) and once with "group_prefill", each from a copy of the same initial weights with
-the same data and seed. Prompts are text of about `--step-prompt-len` tokens cut from the tokenizer corpus;
-the tokenizer is the tiny models' locally trained BPE (a model folder brings its own). Sampled rollouts of
-two generation paths draw different tokens, so `tokens_equal` is null; the trainer's own timers give the
-rollout / update split of each step.
+the same data and seed. Prompts are text of about `--step-prompt-len` tokens cut from the tokenizer
+corpus; the tokenizer is the tiny models' locally trained BPE (a model folder brings its own). Sampled
+rollouts of two generation paths draw different tokens, so `tokens_equal` is null. Besides `train()` on
+both clocks, rows carry the generation's own CPU seconds (`generation_cpu_s_*`), the rest of the step's
+(`rest_cpu_s_*`: rewards, the update) and the trainer's wall-clock rollout / update timers.
 """
 
 from __future__ import annotations
@@ -54,9 +55,11 @@ def reward_length_parity(completions: list[str], **_: Any) -> list[float]:
 
 
 def train_steps(model: Any, tok: Any, texts: list[str], rollout_path: str, args: argparse.Namespace) -> dict:
-    """`args.steps` trainer steps from `model` (a copy is trained); step, rollout and update seconds."""
+    """`args.steps` trainer steps from `model` (a copy is trained): the CPU and wall seconds of `train()`,
+    each step's wall seconds, and the trainer's rollout and update timers."""
     import torch  # deferred: torch takes seconds to import
     from datasets import Dataset
+    from rollout import timed_call  # bench/rollout.py: both clocks
     from train_overhead import StepTimer  # bench/train_overhead.py: wall time between optimizer steps
     from trl import GRPOConfig
 
@@ -76,12 +79,23 @@ def train_steps(model: Any, tok: Any, texts: list[str], rollout_path: str, args:
             train_dataset=Dataset.from_list([{"prompt": t} for t in texts]), processing_class=tok,
             shared_prefix=True, shared_prefix_path="packed", rollout_path=rollout_path,
         )
+        generation_cpu: list[float] = []
+        generate = trainer._generate_single_turn
+
+        def timed_generation(*a: Any, **kw: Any) -> Any:  # the generation's CPU seconds, rollout by rollout
+            out, seconds = timed_call(lambda: generate(*a, **kw))
+            generation_cpu.append(seconds["cpu"])
+            return out
+
+        trainer._generate_single_turn = timed_generation
         timer = StepTimer()
         trainer.add_callback(timer.callback)
-        trainer.train()
+        _, train_s = timed_call(trainer.train)
     logs = [r for r in trainer.state.log_history if "tooltune/rollout_time" in r]
     tokens = sum(r["completions/mean_length"] * r["tooltune/rollouts_generated"] for r in logs)
     return {
+        "train_s": train_s,
+        "generation_cpu_s": sum(generation_cpu),
         "step_s": timer.times,
         "rollout_s": [r["tooltune/rollout_time"] for r in logs],
         "update_s": [r["tooltune/update_time"] for r in logs],
@@ -92,24 +106,24 @@ def train_steps(model: Any, tok: Any, texts: list[str], rollout_path: str, args:
 
 
 def step_cell(model: Any, label: str, args: argparse.Namespace) -> dict[str, Any]:
-    from rollout import row, timed_call  # bench/rollout.py: the row layout and clocks every case shares
+    from rollout import row  # bench/rollout.py: the row layout every case shares
 
     tok = tokenizer_for(label)
     texts = prompts(tok, args.step_prompts * args.steps, args.step_prompt_len)
     model.train()
     runs: dict[str, dict] = {}
     for key in ("today", "new") if args.seed % 2 == 0 else ("new", "today"):
-        result, seconds = timed_call(lambda path=PATHS[key]: train_steps(model, tok, texts, path, args))
-        runs[key] = {**result, "train_s": seconds}
+        runs[key] = train_steps(model, tok, texts, PATHS[key], args)
     model.eval()
-    # the CPU clock spans the trainer's whole train() (its set-up is a small part of a step); the wall
-    # clock counts the steps alone
+    # the CPU clock spans train() (its own set-up is a small part of a step); the wall clock the steps alone
     seconds = {k: v["train_s"]["cpu"] if args.clock == "cpu" else sum(v["step_s"]) for k, v in runs.items()}
     timed = {"seconds": seconds, "clock": args.clock,
              "all_seconds": {k: {"train": v["train_s"], "steps_wall": v["step_s"]} for k, v in runs.items()}}
     tokens = {k: round(v["tokens"]) for k, v in runs.items()}
     prompt_len = round(statistics.mean(len(tok(t, add_special_tokens=False)["input_ids"]) for t in texts))
     extra = {f"{part}_{k}": sum(v[part]) for k, v in runs.items() for part in ("rollout_s", "update_s")}
+    extra.update({f"generation_cpu_s_{k}": v["generation_cpu_s"] for k, v in runs.items()})
+    extra.update({f"rest_cpu_s_{k}": v["train_s"]["cpu"] - v["generation_cpu_s"] for k, v in runs.items()})
     extra.update(speedup=timed["seconds"]["today"] / timed["seconds"]["new"],
                  rollout_speedup=extra["rollout_s_today"] / extra["rollout_s_new"])
     extra.update({f"group_prefill_{k}": v["group_prefill"] for k, v in runs.items()},

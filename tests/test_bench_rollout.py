@@ -64,6 +64,8 @@ def test_quick_run_through_the_cli_gives_equal_tokens_and_matching_logprobs(
     assert step["rollout_s_today"] > 0 and step["rollout_s_new"] > 0 and step["update_s_new"] > 0
     assert step["group_prefill_today"] == [0.0] and step["group_prefill_new"] == [1.0]
     assert step["packed_update"] == {"today": [1.0], "new": [1.0]}
+    for path in ("today", "new"):
+        assert step[f"generation_cpu_s_{path}"] > 0 and step[f"rest_cpu_s_{path}"] > 0
 
 
 def test_a_model_folder_runs_with_its_stop_tokens(tiny_model_dir: Path, tmp_path: Path) -> None:
