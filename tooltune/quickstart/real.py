@@ -116,11 +116,12 @@ def evaluation_template(p: Pipeline) -> str:
     return p.cfg.benchmarks.template or p.cfg.train.data.template
 
 
-def _headline_key(scores: dict[str, float], categories: list[str]) -> str | None:
-    """The score a stage line shows: the benchmark's overall where it has one, else its one category."""
-    for key in ("overall", "table2.overall", "r2if.overall", "table2.non_live.overall"):
-        if key in scores:
-            return key
+def _headline_key(listed: str, scores: dict[str, float], categories: list[str]) -> str | None:
+    """The score a stage line shows: the last of the benchmark's `benchmarks.headline` keys it scored (the
+    lists end with the overall score), else its one category's accuracy."""
+    found = [k.strip() for k in listed.split(",") if k.strip() in scores]
+    if found:
+        return found[-1]
     return f"categories.{categories[0]}.accuracy" if len(categories) == 1 else None
 
 
@@ -141,7 +142,7 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
                            show_progress=False, subset=SubsetSpec(int(b.subset.get(bench, 0)), b.subset_seed))
         scores, errors = summary["scores"], summary.get("standard_errors", {})
         cats = sorted({k.split(".")[1] for k in scores if k.startswith("categories.")})
-        key = _headline_key(scores, cats)
+        key = _headline_key(str(b.headline.get(bench, "")), scores, cats)
         results[bench] = {
             "run": str(p.out / "evals" / name / bench), "scores": scores, "standard_errors": errors,
             "subset": summary.get("subset"), "entries": summary["n_entries"], "headline_key": key,
