@@ -500,7 +500,7 @@ def test_a_mistyped_plain_flag_names_the_closest_flag_of_its_command(
     command = " ".join(argv[: 2 if argv[0] == "data" else 1])
     typed = " ".join(argv[2 if argv[0] == "data" else 1 :])
     assert line.startswith(f"tooltune {command}: error: unrecognized arguments: {typed}")
-    assert f"(did you mean {flag}?)" in line
+    assert f"(did you mean {flag}" in line  # the closest flag first; others as close may follow
     assert "usage:" not in capsys.readouterr().err
 
 

@@ -15,8 +15,8 @@ from tooltune.quickstart.config import load_config
 from tooltune.schema import read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
-RECIPE = REPO / "configs" / "real_smollm2.yaml"
-MINI = REPO / "configs" / "real_smollm2_mini.yaml"
+RECIPE = REPO / "configs" / "quickstart_real_smollm2.yaml"
+MINI = REPO / "configs" / "quickstart_real_smollm2_mini.yaml"
 
 
 def test_the_recipe_keeps_the_sizes_that_can_show_an_effect() -> None:

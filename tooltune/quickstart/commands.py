@@ -30,7 +30,7 @@ def register(subparsers: Any) -> None:
         "--config",
         default=str(DEFAULT_CONFIG),
         help="quickstart YAML (default: the repository's configs/quickstart.yaml, the measured settings; "
-        "configs/quickstart_mini.yaml is the minutes-long smoke run; configs/real_smollm2.yaml the "
+        "configs/quickstart_mini.yaml is the minutes-long smoke run; configs/quickstart_real_smollm2.yaml the "
         "real-model recipe on the official benchmarks)",
     )
     p.add_argument("--out", default="runs/quickstart", help="run directory (default: runs/quickstart)")
