@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tooltune.config import ConfigError
-from tooltune.generation import rollout
+from tooltune.generation import cascade_attention, rollout
 from tooltune.generation.rollout import PrefixCache, Rollouts, Sampling, choose_path, sample
 from tooltune.models.tiny import SIZES, tiny_model
 
@@ -230,9 +230,10 @@ def test_backend_episode_turns_reuse_the_cache_and_equal_a_full_prefill(tiny_mod
 def test_finished_rows_leave_the_loop_with_equal_tokens_and_cached_keys(
     model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cls, calls = rollout.slot_cache_class(), []
-    selected = cls.selected
-    monkeypatch.setattr(cls, "selected", lambda self, rows: calls.append(len(rows)) or selected(self, rows))
+    calls: list[int] = []
+    for cls in (rollout.slot_cache_class(), cascade_attention.group_cache_class()):
+        monkeypatch.setattr(cls, "selected", lambda self, rows, keep=cls.selected: calls.append(len(rows))
+                            or keep(self, rows))
     prompts = prompts_of(5, 13, 8, 6, seed=11)
     greedy = reference(model, prompts, 1, 10, {STOP})
     stops = {greedy[0][1], greedy[2][2]}  # prompt 0's rows stop at their second token
@@ -252,3 +253,33 @@ def test_buffers_take_the_dtype_the_model_computes_under_autocast(model: torch.n
     with torch.autocast("cpu", dtype=torch.bfloat16):  # float32 weights, bfloat16 keys and values
         got = sample(model, prompts, 2, Sampling(6), pad_id=PAD, stop_ids={STOP})
         assert got.ids == reference(model, prompts, 2, 6, {STOP})
+
+
+def test_cascade_attention_equals_the_copied_prompt_keys_and_falls_back_to_them(
+    model: torch.nn.Module, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    prompts = prompts_of(5, 12, 8, seed=13)
+    sampling = Sampling(9, temperature=0.9, seed=3)
+    built = []
+    cls = cascade_attention.group_cache_class()
+    from_prompts = cls.from_prompts
+    monkeypatch.setattr(cls, "from_prompts", lambda *a: built.append(1) or from_prompts(*a))
+    with caplog.at_level(logging.INFO, logger=rollout.__name__):
+        cascade = sample(model, prompts, 3, sampling, pad_id=PAD, stop_ids={STOP})
+        monkeypatch.setattr(cascade_attention, "unsupported_reason", lambda m: "a test forces the copies")
+        copies = sample(model, prompts, 3, sampling, pad_id=PAD, stop_ids={STOP})
+    assert built == [1] and model.config._attn_implementation == "sdpa"  # restored after the decode loop
+    assert any("cascade" in r.message for r in caplog.records)
+    assert any("per-row copies of the prompt keys: a test forces" in r.message for r in caplog.records)
+    assert cascade.ids == copies.ids
+    flat = [torch.tensor(sum(r.logprobs, [])) for r in (cascade, copies)]
+    assert torch.allclose(*flat, atol=1e-6)
+
+
+def test_cascade_attention_on_a_model_with_grouped_query_heads() -> None:
+    gqa = tiny_model(SIZES["test"], initializer_range=0.3, num_attention_heads=4, num_key_value_heads=2,
+                     seed=8).eval()
+    assert cascade_attention.unsupported_reason(gqa) is None
+    prompts = prompts_of(4, 10, 7, seed=21)
+    got = sample(gqa, prompts, 4, Sampling(10), pad_id=PAD, stop_ids={STOP})
+    assert got.ids == reference(gqa, prompts, 4, 10, {STOP})

@@ -5,9 +5,13 @@ The ``group_prefill`` path:
 1. identical prompts of the call are computed once (TRL passes each prompt n times in a row);
 2. the distinct prompts are prefilled in one left-padded batch (attention mask, position ids counted
    from the mask), keeping only the last position's logits;
-3. their keys and values are copied to the rows of their copies (a broadcast per run of copies) into
-   buffers sized for prompt + max_new_tokens (`rollout_cache.slot_cache_class`), so that a decode step
-   writes one slot per layer instead of concatenating the cache;
+3. where a prompt has several rows, its keys and values are kept once for the group and each row gets a
+   buffer sized for max_new_tokens for its own keys; the decode steps attend through
+   `cascade_attention` (the group's prompt read once for all its rows and query heads, the rows' own
+   keys apart, the two softmaxes combined exactly). Where the model's attention cannot be swapped
+   (`cascade_attention.unsupported_reason`), the prompt's keys are copied to each row (a broadcast per run
+   of copies) into buffers sized for prompt + max_new_tokens (`rollout_cache.slot_cache_class`). Either
+   way a decode step writes one slot per layer instead of concatenating the cache;
 4. one decode loop carries every row of the call (on CPU with grouped KV heads passed to torch's
    attention as they are, not repeated per query head): temperature, top-k and top-p as transformers
    applies them, a `torch.Generator` seeded from `Sampling.seed`; each sampled token's log-prob is the
@@ -48,6 +52,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tooltune.config import check_values, option
+from tooltune.generation import cascade_attention
 from tooltune.generation.rollout_cache import PrefixCache, slot_cache_class
 
 if TYPE_CHECKING:
@@ -195,9 +200,19 @@ def _group_prefill(
     order = list(distinct)
     device = _device(model)
     sources = [distinct[tuple(p)] for p in prompts for _ in range(n)]
-    cache, mask, positions, logits = _prefill(model, order, sampling.max_new_tokens, pad_id, prefix_cache)
-    if sources != list(range(len(order))):
-        cache = cache.expanded(sources, cache.layers[0].capacity)
+    copies = sources != list(range(len(order)))
+    problem = cascade_attention.unsupported_reason(model) if copies else "no prompt has several rows"
+    if copies:
+        log_once("rollouts: decode attention " + ("reads each group's prompt keys once (cascade)"
+                 if problem is None else f"on per-row copies of the prompt keys: {problem}"))
+    room = 0 if problem is None else sampling.max_new_tokens  # the group's rows get their own buffers
+    cache, mask, positions, logits = _prefill(model, order, room, pad_id, prefix_cache)
+    if copies:
+        if problem is None:
+            cache = cascade_attention.group_cache_class().from_prompts(cache, mask, sources,
+                                                                       sampling.max_new_tokens)
+        else:
+            cache = cache.expanded(sources, cache.layers[0].capacity)
         rows = torch.tensor(sources, device=device)
         mask, positions, logits = mask[rows], positions[rows], logits[rows]
     width = cache.get_seq_length()
@@ -212,11 +227,13 @@ def _group_prefill(
             completion = _cut(tokens[row].tolist(), stop_ids)
             columns = torch.cat([mask[i, :width].nonzero()[:, 0], generated[: len(completion) - 1]])
             prefix_cache.put(list(order[sources[row]]) + completion[:-1],
-                             [(layer.key_buffer[i].index_select(1, columns),
-                               layer.value_buffer[i].index_select(1, columns)) for layer in cache.layers])
+                             [tuple(t.index_select(1, columns) for t in cache.row_states(layer, i))
+                              for layer in cache.layers])
 
-    new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids,
-                         retire if prefix_cache is not None else None)
+    attention = cascade_attention.cascade_decoding(model) if problem is None else contextlib.nullcontext()
+    with attention:
+        new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids,
+                             retire if prefix_cache is not None else None)
     ids = [_cut(row, stop_ids) for row in new.tolist()]
     return ids, [lp[: len(i)] for lp, i in zip(logps.tolist(), ids, strict=True)]
 
@@ -343,8 +360,10 @@ def _decode(
             cache = cache.selected(going.tolist())
             mask, positions, rows, token = mask[going], positions[going], rows[going], token[going]
             done = done[going]
+        grouped = {"group_cache": cache} if hasattr(cache, "prompt_bias") else {}  # read by cascade attention
         out = model(input_ids=token[:, None], attention_mask=mask[:, : width + step + 1],
-                    position_ids=(positions + step)[:, None], past_key_values=cache, use_cache=True, **keep)
+                    position_ids=(positions + step)[:, None], past_key_values=cache, use_cache=True,
+                    **keep, **grouped)
         logits = out.logits[:, -1].float()
     if retire is not None:
         retire(cache, mask, list(range(len(rows))), rows.tolist(), tokens)

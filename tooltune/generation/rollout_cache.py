@@ -113,17 +113,24 @@ def slot_cache_class() -> type:
             return SlotCache(layers)
 
         def selected(self, rows: Sequence[int]) -> SlotCache:
-            layers = []
-            for layer in self.layers:
-                pair = []
-                for buffer in (layer.key_buffer, layer.value_buffer):
-                    kept = buffer.new_empty((len(rows), *buffer.shape[1:]))
-                    kept[:, :, : layer.length] = buffer[rows, :, : layer.length]
-                    pair.append(kept)
-                layers.append(SlotLayer(layer.capacity, buffers=(pair[0], pair[1]), length=layer.length))
-            return SlotCache(layers)
+            return SlotCache([SlotLayer(layer.capacity, buffers=buffers_of_rows(layer, rows),
+                                        length=layer.length) for layer in self.layers])
+
+        def row_states(self, layer: SlotLayer, row: int) -> tuple[torch.Tensor, torch.Tensor]:
+            """Row `row`'s filled keys and values ``[kv_heads, length, dim]``."""
+            return layer.key_buffer[row, :, : layer.length], layer.value_buffer[row, :, : layer.length]
 
     return SlotCache
+
+
+def buffers_of_rows(layer: Any, rows: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """New key and value buffers of `layer` (same capacity) holding the filled slots of `rows` only."""
+    pair = []
+    for buffer in (layer.key_buffer, layer.value_buffer):
+        kept = buffer.new_empty((len(rows), *buffer.shape[1:]))
+        kept[:, :, : layer.length] = buffer[rows, :, : layer.length]
+        pair.append(kept)
+    return pair[0], pair[1]
 
 
 def _runs(rows: Sequence[int]) -> list[tuple[int, int, int]]:
