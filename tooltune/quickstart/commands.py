@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
         "--config",
         default=str(DEFAULT_CONFIG),
         help="quickstart YAML (default: the repository's configs/quickstart.yaml, the measured settings; "
-        "configs/quickstart_mini.yaml is the minutes-long smoke run; configs/quickstart_real_smollm2.yaml the "
-        "real-model recipe on the official benchmarks)",
+        "configs/quickstart_mini.yaml is the minutes-long smoke run; "
+        "configs/quickstart_real_smollm2.yaml the real-model recipe on the official benchmarks)",
     )
     p.add_argument("--out", default="runs/quickstart", help="run directory (default: runs/quickstart)")
     p.add_argument("--stop-after", default=None, help="stop after this stage (resume later)")
