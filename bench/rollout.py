@@ -292,7 +292,10 @@ def episode_cell(model: Any, label: str, args: argparse.Namespace) -> dict[str, 
     def new() -> list[list[list[int]]]:
         from tooltune.generation.rollout import PrefixCache
 
-        cache = PrefixCache()
+        # room for every episode's whole conversation: an evicted episode is prefilled again in full
+        turn = args.new_tokens + args.tool_tokens + 1
+        held = args.episodes * (args.episode_prompt_len + args.turns * turn)
+        cache = PrefixCache(max_tokens=held, max_entries=max(64, 2 * args.episodes))
         return play(lambda contexts: new_sample(model, contexts, 1, args.new_tokens, 0.0, args.seed,
                                                 prefix_cache=cache).ids)
 

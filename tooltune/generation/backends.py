@@ -85,7 +85,9 @@ class HFBackend:
     batch composition. `prefix` is appended after the generation prompt and is not repeated in the
     output; a request's `tools` go to the chat template. Episodes (`generate_ids`) keep the keys of each
     context in a `PrefixCache` of at most `prefix_cache_tokens` tokens (0 = none), so a turn prefills
-    only what was appended since the previous one; the cache assumes fixed weights (`prefix_cache.clear()`
+    only what was appended since the previous one. Size it to hold a batch's conversations whole (the
+    default, 65,536 tokens, holds 16 episodes of 4,096): an evicted episode is prefilled again in full,
+    which costs more than keeping no cache. The cache assumes fixed weights (`prefix_cache.clear()`
     after the model changes).
     """
 
@@ -99,7 +101,7 @@ class HFBackend:
         tokenizer: Any = None,
         name: str | None = None,
         rollout_path: str = "auto",
-        prefix_cache_tokens: int = 16384,
+        prefix_cache_tokens: int = 65536,
     ) -> None:
         if model is None or tokenizer is None:
             if model_path is None:
