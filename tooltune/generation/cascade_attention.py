@@ -166,7 +166,9 @@ def group_cache_class() -> type:
             return self.prompt_keys.shape[2] + self.length
 
         def crop(self, tokens_to_remove: int) -> None:
-            raise NotImplementedError("GroupLayer buffers are not cropped")
+            # only assisted / speculative decoding crops a cache; the rollout loop never does
+            raise TypeError(f"GroupLayer: a rollout cache cannot be cropped "
+                            f"(asked to remove {tokens_to_remove} tokens)")
 
     class GroupCache(Cache):
         def __init__(self, layers: list[GroupLayer], prompt_bias: torch.Tensor, group: torch.Tensor) -> None:

@@ -86,7 +86,9 @@ def slot_cache_class() -> type:
             return self.length
 
         def crop(self, tokens_to_remove: int) -> None:
-            raise NotImplementedError("SlotLayer buffers are not cropped")
+            # only assisted / speculative decoding crops a cache; the rollout loop never does
+            raise TypeError(f"SlotLayer: a rollout cache cannot be cropped "
+                            f"(asked to remove {tokens_to_remove} tokens)")
 
     class SlotCache(Cache):
         def __init__(self, layers: list[SlotLayer]) -> None:
