@@ -18,6 +18,8 @@ of values that name things on disk or in a registry (`checks`: `prepare_output`,
 `check_model_path`, `unknown_name`, `check_prompt_text`), so that a command refuses them before any
 work starts. `missing_dependency` turns the ModuleNotFoundError of an optional package into
 `MissingDependency`, a user error naming the command that installs it (`dependencies`).
+`Registry` is the one shape of every registry (names to things, one error for an unknown name: the
+setting, the closest names; `registry`).
 """
 
 from tooltune.config.arguments import add_arguments, given_overrides
@@ -45,11 +47,14 @@ from tooltune.config.loading import (
     set_key,
     to_dict,
 )
+from tooltune.config.registry import Registry, UnknownName
 
 __all__ = [
     "ConfigError",
     "MissingDependency",
     "Range",
+    "Registry",
+    "UnknownName",
     "UserError",
     "add_arguments",
     "apply",
