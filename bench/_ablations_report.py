@@ -19,7 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from tooltune.evaluation.ace import ace_statistics
+from tooltune.evaluation.r2if_ace import ace_statistics
 
 PROFILES = {
     "quickstart": "quickstart.yaml",
@@ -67,7 +67,7 @@ METRICS = ("heldout_exact", "heldout_calls", "unseen_tools_exact", "unseen_tools
 
 
 ace_summary = ace_statistics
-"""ACE (mean R_cer), its standard error and n (`tooltune.evaluation.ace.ace_statistics`)."""
+"""ACE (mean R_cer), its standard error and n (`tooltune.evaluation.r2if_ace.ace_statistics`)."""
 
 
 def per_sample(result: dict[str, Any], metric: str) -> list[float]:

@@ -32,12 +32,13 @@ def main() -> None:
     args = ap.parse_args()
     pinned = _pin_one_core()
 
+    from tooltune.environments.bfcl import bfcl_environment
     from tooltune.evaluation import bfcl
     from tooltune.evaluation.scripted import bfcl_answers
     from tooltune.prompts import python_calls
     from tooltune.schema import ToolCall
 
-    bfcl.bfcl_environment()
+    bfcl_environment()
     from bfcl_eval.constants.enums import ReturnFormat
     from bfcl_eval.model_handler.utils import default_decode_ast_prompting
 
@@ -86,7 +87,7 @@ def main() -> None:
     print(f"  unpassable entries (bfcl.IMPOSSIBLE_ENTRIES): {len(bfcl.IMPOSSIBLE_ENTRIES)}")
 
     if args.multi_turn:
-        from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
+        from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
         from tooltune.generation import ScriptedBackend
 
         multi = bfcl.load_entries(bfcl.MULTI_TURN)

@@ -171,7 +171,7 @@ def test_the_episode_driver_sits_below_training_and_evaluation():
     for path in driver:
         above = {p for p in _tooltune_imports(path) if LEVEL[p] >= LEVEL["generation"] and p != "generation"}
         assert not above, f"{path.name} imports {sorted(above)}"
-    callers = ["training/agentic.py", "evaluation/bfcl_multiturn.py", "evaluation/acebench/agent.py"]
+    callers = ["training/agentic.py", "evaluation/bfcl/multiturn.py", "evaluation/acebench/agent.py"]
     for rel in callers:
         tree = ast.parse((PACKAGE / rel).read_text(encoding="utf-8"))
         names = {a.name for n in ast.walk(tree)

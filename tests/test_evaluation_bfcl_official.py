@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
 
 from tooltune.evaluation import bfcl  # noqa: E402
-from tooltune.evaluation.bfcl_official import (  # noqa: E402
+from tooltune.evaluation.bfcl.official import (  # noqa: E402
     CORRECTED_RULES,
     REFUSED_CALL,
     class_methods,
@@ -31,7 +31,7 @@ from tooltune.evaluation.bfcl_official import (  # noqa: E402
     score_multi_turn_predictions,
     step_calls,
 )
-from tooltune.evaluation.bfcl_truth import parse_call_string  # noqa: E402
+from tooltune.evaluation.bfcl.truth import parse_call_string  # noqa: E402
 from tooltune.prompts import python_literal, render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
 
@@ -332,7 +332,7 @@ def test_a_call_bfcl_would_compute_for_minutes_never_reaches_it(entries, templat
 def test_a_checker_past_its_budget_fails_the_entry(entries, monkeypatch):
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as checker
 
-    from tooltune.evaluation import bfcl_official
+    from tooltune.evaluation.bfcl import official as bfcl_official
 
     def spin(*args, **kwargs):
         while True:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
 
-from tooltune.evaluation.bfcl_python import bfcl_decode_execute  # noqa: E402
+from tooltune.evaluation.bfcl.official_decode import bfcl_decode_execute  # noqa: E402
 
 SAME_AS_BFCL = [
     "cd(folder='x')", "[cd(folder='x'), ls()]", "```\n[cd('x', folder='y')]\n```", "[]", "", "hello",

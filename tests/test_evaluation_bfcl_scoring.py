@@ -14,7 +14,7 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirement
 
 from tooltune.cli import main  # noqa: E402
 from tooltune.evaluation import bfcl  # noqa: E402
-from tooltune.evaluation.bfcl_multiturn import (  # noqa: E402
+from tooltune.evaluation.bfcl.multiturn import (  # noqa: E402
     MultiTurnConfig,
     MultiTurnRun,
     fresh_model_name,

@@ -10,7 +10,9 @@ import pytest
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
 
 from tooltune.config import ConfigError  # noqa: E402
-from tooltune.evaluation.ace import (  # noqa: E402
+from tooltune.evaluation.acebench import SYSTEM_SUFFIX  # noqa: E402
+from tooltune.evaluation.protocol import Controls  # noqa: E402
+from tooltune.evaluation.r2if_ace import (  # noqa: E402
     ACE_FILE,
     AceItem,
     AceOptions,
@@ -18,8 +20,6 @@ from tooltune.evaluation.ace import (  # noqa: E402
     ace_set,
     evaluate_ace,
 )
-from tooltune.evaluation.acebench import SYSTEM_SUFFIX  # noqa: E402
-from tooltune.evaluation.protocol import Controls  # noqa: E402
 from tooltune.generation import ReplayBackend, Sampling, ScriptedBackend  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.rewards.cer import CERReward, average_cot_effectiveness  # noqa: E402

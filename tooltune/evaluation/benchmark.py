@@ -4,7 +4,7 @@ A benchmark says how to load its items under the protocol `Controls`, how each c
 (under `Controls.scoring`: `official`, the benchmark's own code rule for rule, or `corrected`, named
 fixes), how verdicts aggregate into its published scores, how a perfect model answers (the harness
 self-check), which entries have a correct call list (ACE), and which command-line options it adds.
-The runner (`tooltune.evaluation.runner`), ACE (`tooltune.evaluation.ace`), the ground-truth player
+The runner (`tooltune.evaluation.runner`), ACE (`tooltune.evaluation.r2if_ace`), the ground-truth player
 (`tooltune.evaluation.scripted`), `tooltune eval` and the reports ask the registry and never branch on a
 benchmark's name, so adding a benchmark is one module with a `Benchmark` subclass decorated with
 `register_benchmark`, and its module named in `BENCHMARK_MODULES`.
@@ -31,10 +31,10 @@ if TYPE_CHECKING:  # protocol's run identity asks this registry, so the registry
     from tooltune.evaluation.protocol import Controls
 
 BENCHMARK_MODULES = (
-    "tooltune.evaluation.bfcl_benchmark",
+    "tooltune.evaluation.bfcl.benchmark",
     "tooltune.evaluation.apibank.benchmark",
     "tooltune.evaluation.acebench.benchmark",
-    "tooltune.evaluation.mcp_benchmark",
+    "tooltune.evaluation.mcp.benchmark",
 )
 """The modules that register the built-in benchmarks (imported on the first registry lookup)."""
 

@@ -28,9 +28,9 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
-from tooltune.evaluation.ace import AceOptions, evaluate_ace
 from tooltune.evaluation.benchmark import Benchmark, benchmark_names, get_benchmark
 from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.r2if_ace import AceOptions, evaluate_ace
 from tooltune.evaluation.runner import RunOptions, evaluate
 from tooltune.evaluation.scripted import ground_truth_policy
 from tooltune.evaluation.subset import describe_subset

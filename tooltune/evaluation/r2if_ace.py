@@ -1,4 +1,5 @@
-"""ACE, R2IF's average chain-of-thought effectiveness, over a benchmark's single-turn entries.
+"""ACE, R2IF's average chain-of-thought effectiveness (the R2IF paper's metric, not the ACEBench
+benchmark), over a benchmark's single-turn entries.
 
     R_cer = v(R | Q, T) − v_base(Q, T)        ACE = mean of R_cer over the entries     (R2IF)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tooltune.evaluation.benchmark import get_benchmark
-from tooltune.evaluation.bfcl_benchmark import bfcl_answers
+from tooltune.evaluation.bfcl.benchmark import bfcl_answers
 from tooltune.evaluation.protocol import Controls
 from tooltune.generation import GenerationRequest
 

@@ -32,7 +32,7 @@ from tooltune.environments import ToolResult
 from tooltune.environments.acebench_apis.sandbox import FoodPlatform, MessageApi, Sandbox, end_to_end
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.acebench.official_decode import parse_agent_step
-from tooltune.evaluation.bfcl import entry_tools
+from tooltune.evaluation.bfcl.data import entry_tools
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import (
     ASK,

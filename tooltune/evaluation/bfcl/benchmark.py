@@ -1,8 +1,8 @@
 """BFCL as a registered `Benchmark`: single-turn and relevance entries scored by bfcl-eval's checker
-(`bfcl`), multi-turn entries played and checked by `bfcl_multiturn`, the leaderboard's aggregates.
+(`scoring`), multi-turn entries played and checked by `multiturn`, the leaderboard's aggregates.
 
 Single-turn verdicts are the official checker's in both scoring modes (there is nothing to correct);
-multi-turn follows `Controls.scoring` (see `bfcl_multiturn`).
+multi-turn follows `Controls.scoring` (see `multiturn`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from tooltune.evaluation.benchmark import (
     register_benchmark,
     single_turn_task,
 )
-from tooltune.evaluation.bfcl_multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
-from tooltune.evaluation.bfcl_official import score_multi_turn
+from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
+from tooltune.evaluation.bfcl.official import score_multi_turn
 from tooltune.evaluation.protocol import Controls
 from tooltune.generation import Backend, GenerationRequest, Sampling
 from tooltune.prompts import render_answer
@@ -51,7 +51,7 @@ def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n
                  name_style: str = "dotted") -> tuple[dict[str, str], list[Any]]:
     """(id -> ground-truth completion for single-turn entries, the multi-turn entries).
 
-    The first acceptable value of each argument (see `bfcl_truth`); irrelevance: a no-call answer;
+    The first acceptable value of each argument (see `truth`); irrelevance: a no-call answer;
     live_relevance (any call passes): a call of the first offered function."""
     answers, multi = {}, []
     for e in bfcl.load_entries(bfcl.expand_categories(categories)):

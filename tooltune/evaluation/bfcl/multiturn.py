@@ -23,10 +23,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tooltune.environments import ToolResult
+from tooltune.environments.bfcl import bfcl_environment
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
-from tooltune.evaluation.bfcl import BfclEntry, bfcl_environment, entry_tools
-from tooltune.evaluation.bfcl_official import call_string, check_decoded, fresh_model_name, score_multi_turn
-from tooltune.evaluation.bfcl_truth import parse_call_string
+from tooltune.evaluation.bfcl.data import BfclEntry, entry_tools
+from tooltune.evaluation.bfcl.official import call_string, check_decoded, fresh_model_name, score_multi_turn
+from tooltune.evaluation.bfcl.truth import parse_call_string
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import (
     END,
@@ -54,7 +55,7 @@ MultiTurnConfig = EpisodeConfig
 
 safe_call_string = call_string
 """The call string BFCL will execute, or (None, reason) when it is not a plain literal call
-(`bfcl_official.call_string`: one rule for the live loop and the scoring of recorded results)."""
+(`official.call_string`: one rule for the live loop and the scoring of recorded results)."""
 
 
 def _category(e: BfclEntry) -> str:
@@ -193,7 +194,7 @@ def run_multi_turn(
 
     `scoring`: ``corrected`` judges what the loop ran (`MultiTurnRun.verdict`); ``official`` judges the
     recorded result (every step's raw text) as bfcl-eval's evaluation of a result file does
-    (`bfcl_official.score_multi_turn`)."""
+    (`official.score_multi_turn`)."""
     bfcl_environment()
     model_name = fresh_model_name()
 

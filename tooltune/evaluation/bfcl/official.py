@@ -11,7 +11,7 @@ a number of turns other than the entry's fails (force-terminated: BFCL's inferen
 a turn of more than 20 steps); every step is decoded on its own, and a step that cannot be decoded or
 holds no call is skipped (later steps of the turn still count); no step limit is applied. Templates in
 BFCL's Python-call format (grammar ``python``) are decoded with the rules of
-`default_decode_execute_prompting` (`bfcl_python`: positional arguments dropped, bare names read as
+`default_decode_execute_prompting` (`official_decode`: positional arguments dropped, bare names read as
 strings, ...); other templates' calls come from their grammar. BFCL executes any public method of the
 entry's classes.
 
@@ -45,8 +45,9 @@ from typing import Any
 from tooltune.environments.bfcl import CLASSES, api_class, bfcl_environment, public_functions
 from tooltune.environments.bfcl_limits import argument_problem
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
-from tooltune.evaluation.bfcl import NAME_STYLES, BfclEntry
-from tooltune.evaluation.bfcl_python import bfcl_decode_execute
+from tooltune.evaluation.bfcl.data import BfclEntry
+from tooltune.evaluation.bfcl.official_decode import bfcl_decode_execute
+from tooltune.evaluation.bfcl.scoring import NAME_STYLES
 from tooltune.evaluation.verdict import SCORING_MODES, Verdict, check_scoring
 from tooltune.parsing import parse_completion, python_literal
 from tooltune.parsing.limits import MAX_BLOCK_CHARS

@@ -54,7 +54,7 @@ class DecodeFailure(Exception):
 def bfcl_decode_execute(text: str) -> tuple[list[str] | None, str | None]:
     """The call strings BFCL's decoder builds from `text`, or (None, why) when it fails.
 
-    The strings are only built, never run: callers check each with `bfcl_official.literal_call`
+    The strings are only built, never run: callers check each with `official.literal_call`
     before BFCL's executor sees it. [] means BFCL decoded an empty call list (also a skipped step)."""
     if not isinstance(text, str):
         return None, f"not a text ({type(text).__name__})"
