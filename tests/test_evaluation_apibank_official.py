@@ -15,8 +15,8 @@ import re
 import pytest
 
 from tooltune.evaluation import apibank
-from tooltune.evaluation.apibank.extraction import literal_lists
-from tooltune.evaluation.apibank.manager import TOOL_CLASSES, execute
+from tooltune.evaluation.apibank.official import TOOL_CLASSES, execute
+from tooltune.evaluation.apibank.official_decode import literal_lists
 from tooltune.evaluation.apibank.tables import DATABASES, SPECS
 from tooltune.evaluation.apibank.tools_services import tool_description
 

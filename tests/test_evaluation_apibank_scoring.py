@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tooltune.evaluation import apibank
-from tooltune.evaluation.apibank.extraction import (
+from tooltune.evaluation.apibank.official_decode import (
     corrected_request,
     locate,
     official_arguments,

@@ -1,5 +1,5 @@
 """API-Bank as a registered `Benchmark`: level-1 and level-2 requests scored one completion at a time
-(`tooltune.evaluation.apibank`, official or corrected rules), accuracy per level and the count-weighted
+(`scoring`, official or corrected rules), accuracy per level and the count-weighted
 overall."""
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ that share a database share one copy), gives tools that take a token the CheckTo
 checker, keeps one instance per tool, and converts arguments by their declared type before calling
 (`int` / `float` from digit strings, `bool` as `value == 'True'`, anything else as given).
 
-`judge` is the official evaluator's treatment of one API sample (`evaluator_by_json.py`): the request's API
-name must equal the ground truth's; the request runs on a freshly initialised manager; the tool's check
-compares its result with the ground-truth result recorded in the dialogue file. The outcomes the official
-loop counts as wrong keep its names (`api_name_mismatch`, `invalid_input_parameter`, `miss_input_argument`,
-`key_error`); an error the official loop re-raises (it stops the whole evaluation) is `official_crash`, and
-counts as wrong here.
+`scoring.judge` applies the official evaluator's treatment of one API sample (`evaluator_by_json.py`): the
+request's API name must equal the ground truth's; the request runs on a freshly initialised manager; the
+tool's check compares its result with the ground-truth result recorded in the dialogue file. The outcomes
+the official loop counts as wrong keep its names (`api_name_mismatch`, `invalid_input_parameter`,
+`miss_input_argument`, `key_error`); an error the official loop re-raises (it stops the whole evaluation)
+is `official_crash`, and counts as wrong here.
 """
 
 from __future__ import annotations

@@ -1,37 +1,33 @@
 """API-Bank level-1 and level-2 API-call accuracy, scored as AlibabaResearch/DAMO-ConvAI `api-bank/`
 (commit 483554e, `evaluator_by_json.py`) scores it.
 
-Samples are read through the data source adapter (`tooltune.data.sources.apibank`), so the prompt shows the
-same dialogue and API descriptions as training data would; each sample also carries its ground truth as
-the official evaluator builds it from the dialogue file (`dialogues.Truth`, in `meta["apibank_truth"]`).
+Each sample carries its ground truth (`truth.Truth`, in `meta["apibank_truth"]`; see `data`).
 
-`score(..., scoring="official")`: the request is read from the completion (the official regex reading when
-the template answers in API-Bank's own format, the `python` grammar; the template's grammar otherwise, see
-`extraction`), its API name must equal the ground truth's, it is executed on freshly initialised tools (our
-re-implementation of the official tools, `manager`), and the tool's own check compares its result with the
-result recorded in the dialogue. `scoring="corrected"` applies the named fixes of docs/evaluation.md
-(`CORRECTIONS`). Accuracy per level is the share of correct samples (the official formula: every API
-sample of the level's dialogues counts); overall is the count-weighted mean of the levels.
+`score(..., scoring="official")`: the request is read from the completion (the official regex reading
+when the template answers in API-Bank's own format, the `python` grammar; the template's grammar otherwise,
+see `official_decode`), its API name must equal the ground truth's, it is executed on freshly initialised
+tools (our re-implementation of the official tools, `official`), and the tool's own check compares its
+result with the result recorded in the dialogue. `scoring="corrected"` applies the named fixes of
+docs/evaluation.md (`CORRECTIONS`). Accuracy per level is the share of correct samples (the official
+formula: every API sample of the level's dialogues counts); overall is the count-weighted mean of the levels.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from tooltune.data.sources import get_source
-from tooltune.evaluation.apibank.dialogues import Truth, dialogue_files, truth_for
-from tooltune.evaluation.apibank.extraction import (
+from tooltune.evaluation.apibank.data import TRUTH_KEY
+from tooltune.evaluation.apibank.official import TOOL_CLASSES, check, execute
+from tooltune.evaluation.apibank.official_decode import (
     Request,
     corrected_request,
     decoded_request,
     literal_lists,
     official_request,
 )
-from tooltune.evaluation.apibank.manager import TOOL_CLASSES, check, execute
+from tooltune.evaluation.apibank.truth import Truth
 from tooltune.evaluation.verdict import SCORING_MODES, Verdict, category_accuracy, check_scoring
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
@@ -39,43 +35,10 @@ from tooltune.schema import Sample, ToolCall
 
 logger = logging.getLogger(__name__)
 
-LEVELS = ("level-1", "level-2")
 SCORINGS = SCORING_MODES
-TRUTH_KEY = "apibank_truth"
 CORRECTIONS = ("one_request_one_call", "python_values", "dialogue_state", "truth_executed",
                "delete_meeting_start_time", "unexecutable_truth")
 """The named fixes `scoring="corrected"` applies (docs/evaluation.md explains each)."""
-
-__all__ = ["CORRECTIONS", "LEVELS", "SCORINGS", "TOOL_CLASSES", "call_matches", "data_files",
-           "dialogue_files", "judge", "load_samples", "read_request", "score", "scores"]
-
-
-def data_files(data_dir: str | os.PathLike, levels: Iterable[str] = LEVELS) -> list[str]:
-    """The level files (`level-N-api.json`); their dialogue folders must exist too (`dialogue_files`)."""
-    levels = list(levels)
-    files = [str(Path(data_dir) / f"{lv}-api.json") for lv in levels]
-    missing = [f for f in files if not os.path.isfile(f)]
-    if missing:
-        raise FileNotFoundError(f"API-Bank file(s) not found: {', '.join(missing)}")
-    dialogue_files(data_dir, levels)
-    return files
-
-
-def load_samples(data_dir: str | os.PathLike, levels: Iterable[str] = LEVELS) -> list[tuple[str, Sample]]:
-    """(level, Sample) pairs; ids are `<level>/<dialogue file>#<id>` (unique across levels); each sample's
-    `meta["apibank_truth"]` holds its ground truth from the dialogue file."""
-    levels = list(levels)
-    src = get_source("apibank")
-    out = []
-    for lv, path in zip(levels, data_files(data_dir, levels)):
-        for rec in src.read(path):
-            for s in src.convert(rec.data, rec.position):
-                if isinstance(s, Sample):
-                    s.id = f"{lv}/{s.id.split(':', 1)[-1]}"
-                    truth = truth_for(data_dir, lv, str(s.meta.get("file")), int(s.meta.get("raw_id")))
-                    s.meta[TRUTH_KEY] = truth.to_dict()
-                    out.append((lv, s))
-    return out
 
 
 def _text(v: Any) -> str:
@@ -93,7 +56,7 @@ def call_matches(pred: ToolCall, gold: ToolCall) -> bool:
 
 def read_request(text: Any, template: str, mode: str = "strict", scoring: str = "official") -> Request:
     """The request a completion makes: API-Bank's own reading for the `python` grammar, else the template's
-    grammar decodes the calls (see `extraction`)."""
+    grammar decodes the calls (see `official_decode`)."""
     grammar = grammar_for(template)
     corrected = scoring == "corrected"
     if grammar.name == "python":
