@@ -404,7 +404,7 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
 ) -> None:
     from test_prompts_native import OLD_TEMPLATE
 
-    from tooltune.evaluation.acebench import agent as A
+    from tooltune.evaluation import acebench as A
     from tooltune.generation import HFBackend
     from tooltune.prompts import ChatToolsUnsupported, chat_tools
 

@@ -19,20 +19,16 @@ best alternative when there are several milestone lists).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from tooltune.data.sources.base import describe
-from tooltune.data.sources.reading import iter_file
 from tooltune.environments import ToolResult
 from tooltune.environments.acebench_apis.sandbox import FoodPlatform, MessageApi, Sandbox, end_to_end
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
+from tooltune.evaluation.acebench.data import AgentEntry
 from tooltune.evaluation.acebench.official_decode import parse_agent_step
-from tooltune.evaluation.bfcl.data import entry_tools
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import (
     ASK,
@@ -56,7 +52,6 @@ from tooltune.schema import Parsed, SchemaError, ToolCall, ToolSpec
 USER_SIM_SKIP_MESSAGE = ("ACEBench agent_multi_turn needs a user simulator (a backend playing the user, "
                          "e.g. an OpenAI-compatible endpoint); skipped (not run without one)")
 
-AGENT_CATEGORIES = ("agent_multi_step", "agent_multi_turn")
 FINISH = "finish conversation"
 NO_CALL_REPLY = "Please do not ask me any questions, use the known conditions to solve the problem"
 _INNER_APOSTROPHE = re.compile(r"(?<=[A-Za-z])'(?=[A-Za-z])")
@@ -76,54 +71,6 @@ Rules:
 - Answer the agent's questions as the instruction says (e.g. which message to delete); do not offer help.
 - When asked whether you need anything else, check that every task of the instruction is done; if not, ask for the next one.
 - When every task is done, reply with the single line 'finish conversation'."""  # noqa: E501
-
-
-@dataclass
-class AgentEntry:
-    id: str
-    category: str
-    question: str
-    functions: list[dict[str, Any]]
-    initial_config: dict[str, Any]
-    involved: list[str]
-    ground_truth: list[dict[str, Any]]
-    milestones: list[Any]
-
-    @property
-    def tools(self) -> list[ToolSpec]:
-
-        return entry_tools(self.functions)
-
-
-def load_agent_entries(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[AgentEntry]:
-    """Agent entries with their ground truth; a malformed line raises SchemaError naming it."""
-    out = []
-    for cat in [c for c in categories if c in AGENT_CATEGORIES]:
-        path = Path(data_dir) / f"data_{cat}.json"
-        apath = Path(data_dir) / "possible_answer" / f"data_{cat}.json"
-        answers = {}
-        for where, rec in _json_lines(apath):
-            answers[str(rec.get("id"))] = (where, rec)
-        for where, rec in _json_lines(path):
-            try:
-                ans = answers[str(rec["id"])][1]
-                entry = AgentEntry(str(rec["id"]), cat, rec["question"], rec["function"],
-                                   rec.get("initial_config") or {}, rec["involved_classes"],
-                                   ans["ground_truth"], ans["mile_stone"])
-            except KeyError as e:
-                raise SchemaError(f"{where}: missing field {e.args[0]!r} (or its possible answer)") from None
-            if not isinstance(entry.ground_truth, list) or not isinstance(entry.milestones, list):
-                raise SchemaError(f"{where}: ground_truth and mile_stone must be lists")
-            out.append(entry)
-    return out
-
-
-def _json_lines(path: Path) -> Iterable[tuple[str, dict[str, Any]]]:
-
-    for rec in iter_file(str(path), ("id",)):
-        if not isinstance(rec.data, dict):
-            raise SchemaError(f"{describe(rec.position)}: expected an object")
-        yield describe(rec.position), rec.data
 
 
 def milestone_text(text: str) -> str:

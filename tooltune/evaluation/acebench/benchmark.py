@@ -16,7 +16,7 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
-from tooltune.evaluation.acebench import agent, scoring
+from tooltune.evaluation.acebench import agent, data, scoring
 from tooltune.evaluation.benchmark import (
     AceGold,
     Benchmark,
@@ -63,7 +63,7 @@ class AceBenchBenchmark(Benchmark):
     help = "ACEBench normal + special categories (agent categories need a user-simulator endpoint)."
 
     def _categories(self, categories: Sequence[str] | str | None, data_dir: Path | None) -> list[str]:
-        return split_categories(categories) or scoring.categories_in(data_dir)
+        return split_categories(categories) or data.categories_in(data_dir)
 
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
                 user_simulator: bool = False) -> Prepared:
@@ -74,8 +74,8 @@ class AceBenchBenchmark(Benchmark):
         kept = [c for c in cats if c not in skipped]
         extra = scoring.SYSTEM_SUFFIX
         tasks = [single_turn_task(s, c, controls, partial(_score, s, c, controls), extra)
-                 for c, s in scoring.load_samples(data_dir, cats)]
-        return Prepared(tasks, scoring.data_files(data_dir, kept), agent.load_agent_entries(data_dir, kept),
+                 for c, s in data.load_samples(data_dir, cats)]
+        return Prepared(tasks, data.data_files(data_dir, kept), data.load_agent_entries(data_dir, kept),
                         _run_agent, extra, [f"{c}: {agent.USER_SIM_SKIP_MESSAGE}" for c in skipped])
 
     def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,8 +89,8 @@ class AceBenchBenchmark(Benchmark):
                 ) -> Callable[[GenerationRequest], str]:
         cats = self._categories(categories, data_dir)
         answers = {s.id: scoring.reference_answer(s, c, controls.template)
-                   for c, s in scoring.load_samples(data_dir, cats)}
-        entries = agent.load_agent_entries(data_dir, cats)
+                   for c, s in data.load_samples(data_dir, cats)}
+        entries = data.load_agent_entries(data_dir, cats)
         play_agent = agent.agent_scripted_policy(entries, controls.template) if entries else None
         return answer_policy(answers, play_agent)
 
@@ -99,7 +99,7 @@ class AceBenchBenchmark(Benchmark):
         cats = self._categories(categories, data_dir)
         kept = [c for c in cats if c not in ACE_LEFT_OUT]
         gold = {s.id: (s.answer if c.startswith("normal") else [])
-                for c, s in scoring.load_samples(data_dir, kept)}
+                for c, s in data.load_samples(data_dir, kept)}
         return AceGold(cats, kept, gold, {c: ACE_LEFT_OUT[c] for c in cats if c not in kept})
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
@@ -120,6 +120,6 @@ class AceBenchBenchmark(Benchmark):
                 raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
             return user.build()
         if getattr(args, "scripted", False) and data_dir is not None:
-            entries = agent.load_agent_entries(data_dir, agent.AGENT_CATEGORIES)
+            entries = data.load_agent_entries(data_dir, data.AGENT_CATEGORIES)
             return ScriptedBackend(agent.scripted_user_policy(entries), name="scripted-user")
         return None

@@ -31,14 +31,11 @@ None (`overall_without_agent` renormalizes the two other weights).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
-from tooltune.data.sources import get_source
-from tooltune.evaluation.acebench.agent import AGENT_CATEGORIES
+from tooltune.evaluation.acebench.data import AGENT_CATEGORIES
 from tooltune.evaluation.acebench.official import check_normal, check_special, rules_for
 from tooltune.evaluation.acebench.official_decode import Decoded, decode_answer
 from tooltune.evaluation.verdict import Verdict
@@ -62,42 +59,6 @@ def dialogue_id(entry_id: str, category: str) -> str:
     """The id of the dialogue a normal_multi_turn turn belongs to (ACEBench scores a dialogue as one
     item: correct when every turn is); other entries are their own item."""
     return _TURN_SUFFIX.sub("", entry_id) if category.startswith("normal_multi_turn") else entry_id
-
-
-def categories_in(data_dir: str | os.PathLike) -> list[str]:
-    names = sorted(p.name[5:-5] for p in Path(data_dir).glob("data_*.json"))
-    if not names:
-        raise FileNotFoundError(f"no ACEBench data_<category>.json files in {data_dir}")
-    return names
-
-
-def load_samples(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[tuple[str, Sample]]:
-    """(category, Sample) for normal and special categories, through the data source adapter.
-
-    Each sample's `meta["official"]` keeps what ACEBench's checker reads: the entry's `function` list
-    (declared type names such as "number" or "object" as written) and its `possible_answer` ground truth
-    (keys `func_1`, optional-parameter placeholders and alternatives as written)."""
-    src = get_source("acebench")
-    out = []
-    for cat in categories:
-        if cat.startswith("agent"):
-            continue
-        for rec in src.read(str(Path(data_dir) / f"data_{cat}.json")):
-            raw = rec.data if isinstance(rec.data, Mapping) else {}
-            entry = raw.get("entry") if isinstance(raw.get("entry"), Mapping) else {}
-            for s in src.convert(rec.data, rec.position):
-                if isinstance(s, Sample):
-                    s.id = s.id.split(":", 1)[-1]
-                    s.meta["official"] = {"function": entry.get("function"),
-                                          "ground_truth": raw.get("ground_truth")}
-                    out.append((cat, s))
-    return out
-
-
-def data_files(data_dir: str | os.PathLike, categories: Iterable[str]) -> list[str]:
-    root = Path(data_dir)
-    pairs = [(root / f"data_{c}.json", root / "possible_answer" / f"data_{c}.json") for c in categories]
-    return [str(p) for pair in pairs for p in pair if p.exists()]
 
 
 def official_inputs(sample: Sample, category: str) -> tuple[Any, Any]:
