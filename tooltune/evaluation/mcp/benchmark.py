@@ -1,15 +1,13 @@
 """MCP tasks as a registered `Benchmark`: a model's episode success on the tasks of MCP servers, measured
 with the same runs, summary and report as the other benchmarks (``tooltune eval mcp``), before training.
 
-Data: the folder ``--data-dir DIR`` (or ``$TOOLTUNE_DATA_DIR/mcp``) holds task files, ``NAME.jsonl``, as
-``tooltune data tasks mcp`` writes them (canonical samples whose ``meta["env"]`` is an ``mcp`` task,
-checked against the live server); each file is one category, named by its stem. Each task is one
-episode in the message view: the task's messages open the one turn, then up to `STEP_LIMIT` model steps,
-each step's calls sent to the task's server by the `mcp` environment (`tooltune.environments.mcp`:
-schema-checked, bounded, side by side across episodes) and the results sent back as tool messages; a
-step without calls ends the episode. The verdict is the environment's outcome (the task's checks on the
-state reached and the last step's text); a failed verdict says which check failed or why the server
-could not be used. The servers run with the `mcp` environment's default settings.
+Data: the task files of the folder ``--data-dir DIR`` (or ``$TOOLTUNE_DATA_DIR/mcp``), one category each
+(`data`). Each task is one episode in the message view: the task's messages open the one turn, then up to
+`STEP_LIMIT` model steps, each step's calls sent to the task's server by the `mcp` environment
+(`tooltune.environments.mcp`: schema-checked, bounded, side by side across episodes) and the results sent
+back as tool messages; a step without calls ends the episode. The verdict is the environment's outcome (the
+task's checks on the state reached and the last step's text); a failed verdict says which check failed or
+why the server could not be used. The servers run with the `mcp` environment's default settings.
 
 Scores: accuracy per file and overall (every task counts once). The self-check (``--scripted``) plays,
 for each task, the calls of its ``calls`` check (else its answer's calls) in the first step, then an
@@ -20,12 +18,11 @@ those calls do not reach fail it. ACE does not apply (episodes, not single-turn 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tooltune.environments import Outcome, TaskError
-from tooltune.environments.mcp import ENVIRONMENT, McpEnvironment
+from tooltune.environments.mcp import McpEnvironment
 from tooltune.evaluation.benchmark import (
     AceGold,
     Benchmark,
@@ -35,6 +32,7 @@ from tooltune.evaluation.benchmark import (
     register_benchmark,
     split_categories,
 )
+from tooltune.evaluation.mcp.data import McpEntry, load_entries, task_files
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.generation import (
@@ -51,49 +49,10 @@ from tooltune.generation import (
     step_decoder,
 )
 from tooltune.prompts import grammar_for, render_answer
-from tooltune.schema import Sample, SchemaError, ToolCall, read_jsonl
+from tooltune.schema import Sample, ToolCall
 
 STEP_LIMIT = 10
 """Model steps per task at most (a step without calls ends the episode before)."""
-
-
-@dataclass
-class McpEntry:
-    """One task of one task file (its stem is the category)."""
-
-    id: str
-    category: str
-    sample: Sample
-
-
-def task_files(data_dir: Path, categories: Sequence[str] | None = None) -> list[Path]:
-    """The task files of `categories` (None: every ``*.jsonl`` in `data_dir`); ValueError naming a
-    category without its file."""
-    if categories is None:
-        files = sorted(data_dir.glob("*.jsonl"))
-        if not files:
-            raise ValueError(f"mcp: no task files (*.jsonl, as `tooltune data tasks mcp` writes them) "
-                             f"in {data_dir}")
-        return files
-    missing = [c for c in categories if not (data_dir / f"{c}.jsonl").is_file()]
-    if missing:
-        known = sorted(p.stem for p in data_dir.glob("*.jsonl"))
-        raise ValueError(f"mcp: no task file for {missing} in {data_dir} (task files: {known})")
-    return [data_dir / f"{c}.jsonl" for c in categories]
-
-
-def load_entries(data_dir: Path, categories: Sequence[str] | None = None) -> list[McpEntry]:
-    """Every task of the task files, checked to be an ``mcp`` task; SchemaError naming the file and
-    task that is not."""
-    entries = []
-    for path in task_files(data_dir, categories):
-        for sample in read_jsonl(str(path)):
-            env = sample.meta.get("env")
-            if not isinstance(env, dict) or env.get("name") != ENVIRONMENT:
-                raise SchemaError(f"{path}: task {sample.id!r} is not an mcp task (meta.env.name must be "
-                                  f"{ENVIRONMENT!r}); write task files with `tooltune data tasks mcp`")
-            entries.append(McpEntry(sample.id, path.stem, sample))
-    return entries
 
 
 class _TaskTurn(Dialogue):
