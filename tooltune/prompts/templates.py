@@ -169,7 +169,7 @@ def bfcl_default_system() -> str:
     `DEFAULT_SYSTEM_PROMPT_FORMAT` (what its handlers send when an entry asks for no other format),
     with a placeholder function list that is then replaced by ``{tools}``; read once per process.
     bfcl-eval creates folders under `BFCL_PROJECT_ROOT` when imported, so that variable is pointed at a
-    scratch folder first unless it is already set (as `tooltune.evaluation.bfcl.bfcl_environment` does)."""
+    scratch folder first unless it is already set (as `tooltune.environments.bfcl.bfcl_environment` does)."""
     if not os.environ.get("BFCL_PROJECT_ROOT"):
         os.environ["BFCL_PROJECT_ROOT"] = tempfile.mkdtemp(prefix="tooltune-bfcl-")
     try:
