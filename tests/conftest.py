@@ -62,3 +62,10 @@ def tiny_tokenizer(tiny_model_dir: Path):
     from transformers import AutoTokenizer  # deferred: heavy
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture(scope="session")
+def bfcl_project_root(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """bfcl-eval writes result/, score/ and .file_locks/ under $BFCL_PROJECT_ROOT when imported: a scratch
+    folder unless the caller named one."""
+    os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))

@@ -3,7 +3,6 @@ the safety check before BFCL executes a call, the turn's tools under the native 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
+pytestmark = pytest.mark.usefixtures("bfcl_project_root")
 
 from tooltune.evaluation import bfcl  # noqa: E402
 from tooltune.evaluation.bfcl.multiturn import (  # noqa: E402
@@ -24,11 +24,6 @@ from tooltune.evaluation.bfcl.multiturn import (  # noqa: E402
 from tooltune.generation import ReplayBackend, ScriptedBackend  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _bfcl_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ given results written in this file.
 from __future__ import annotations
 
 import copy
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
+pytestmark = pytest.mark.usefixtures("bfcl_project_root")
 
 from tooltune.evaluation import bfcl  # noqa: E402
 from tooltune.evaluation.bfcl.official import (  # noqa: E402
@@ -34,11 +34,6 @@ from tooltune.evaluation.bfcl.official import (  # noqa: E402
 from tooltune.evaluation.bfcl.truth import parse_call_string  # noqa: E402
 from tooltune.prompts import python_literal, render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _bfcl_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))
 
 
 @pytest.fixture(scope="module")

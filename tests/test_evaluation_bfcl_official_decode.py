@@ -7,13 +7,12 @@ fails), and the tests say so.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
+pytestmark = pytest.mark.usefixtures("bfcl_project_root")
 
 from tooltune.evaluation.bfcl.official_decode import bfcl_decode_execute  # noqa: E402
 
@@ -34,11 +33,6 @@ SAME_AS_BFCL = [
     "```python\n[f(a=1)]\n```", "[f(a='x')]\n", "(f(a=1), g())", "{f(a=1)}", "[f(a='ls(x)')]",
     "[f(a=" + "(" * 150 + "1" + ")" * 150 + ")]",
 ]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _bfcl_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))
 
 
 @pytest.fixture(scope="module")

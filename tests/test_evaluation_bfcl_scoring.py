@@ -4,7 +4,6 @@ wrong outputs, decoding failures, name styles, hostile completions, the summary 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -12,17 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
+pytestmark = pytest.mark.usefixtures("bfcl_project_root")
 
 from tooltune.cli import main  # noqa: E402
 from tooltune.evaluation import bfcl  # noqa: E402
 from tooltune.evaluation.scripted import bfcl_answers  # noqa: E402
 from tooltune.prompts import python_calls, render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _bfcl_root(tmp_path_factory: pytest.TempPathFactory) -> None:
-    os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))
 
 
 @pytest.fixture(scope="module")
