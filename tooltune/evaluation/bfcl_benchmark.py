@@ -26,7 +26,7 @@ from tooltune.evaluation.bfcl_official import score_multi_turn
 from tooltune.evaluation.protocol import Controls
 from tooltune.generation import Backend, GenerationRequest, Sampling
 from tooltune.prompts import render_answer
-from tooltune.schema import ToolCall
+from tooltune.schema import Scoring, ToolCall
 
 TABLE2_COLUMNS = (
     ("Non-live simple", "table2.non_live.simple"), ("Non-live multiple", "table2.non_live.multiple"),
@@ -74,11 +74,11 @@ def _run_multi_turn(entries: list[Any], backend: Backend, controls: Controls, sa
     each entry (a model, or the replay rules of `ReplayBackend` under ``corrected``) and the recorded
     result is judged by the mode's rules."""
     predictions = getattr(backend, "predictions", None)
-    if controls.scoring == "official" and isinstance(predictions, dict):
+    if controls.scoring == Scoring.OFFICIAL and isinstance(predictions, dict):
         for e in entries:
             result = predictions[e.id]
             record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
-                                    scoring="official"), result)
+                                    scoring=Scoring.OFFICIAL), result)
         return
     cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
                           controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)

@@ -24,9 +24,9 @@ from typing import Any
 from tooltune.config import option
 from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
 from tooltune.evaluation.uncertainty import flatten_numbers, paired_differences, read_verdicts
-from tooltune.evaluation.verdict import SCORING_MODES
 from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
+from tooltune.schema import Scoring
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +56,17 @@ class Controls(PromptControls):
         "(underscore).",
         ("dotted", "underscore"),
     )
-    scoring: str = option(
-        "official",
+    scoring: Scoring = option(
+        Scoring.OFFICIAL,
         "Scoring rules: official (the benchmark's official code, rule for rule, its bugs included: the "
         "numbers to report under the benchmark's name) or corrected (each deviation a named fix listed in "
         "docs/evaluation.md).",
-        SCORING_MODES,
+        tuple(Scoring),
     )
+
+    def __post_init__(self) -> None:
+        if self.scoring in tuple(Scoring):  # a plain word given in code reads as the typed mode
+            self.scoring = Scoring(self.scoring)
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:

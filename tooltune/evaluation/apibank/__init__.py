@@ -32,15 +32,15 @@ from tooltune.evaluation.apibank.extraction import (
     official_request,
 )
 from tooltune.evaluation.apibank.manager import TOOL_CLASSES, check, execute
-from tooltune.evaluation.verdict import SCORING_MODES, Verdict, category_accuracy, check_scoring
+from tooltune.evaluation.verdict import Verdict, category_accuracy, check_scoring
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 logger = logging.getLogger(__name__)
 
 LEVELS = ("level-1", "level-2")
-SCORINGS = SCORING_MODES
+SCORINGS = tuple(Scoring)
 TRUTH_KEY = "apibank_truth"
 CORRECTIONS = ("one_request_one_call", "python_values", "dialogue_state", "truth_executed",
                "delete_meeting_start_time", "unexecutable_truth")
@@ -91,7 +91,8 @@ def call_matches(pred: ToolCall, gold: ToolCall) -> bool:
     return all(_text(pred.arguments[k]) == _text(v) for k, v in gold.arguments.items())
 
 
-def read_request(text: Any, template: str, mode: str = "strict", scoring: str = "official") -> Request:
+def read_request(text: Any, template: str, mode: str = "strict",
+                 scoring: Scoring = Scoring.OFFICIAL) -> Request:
     """The request a completion makes: API-Bank's own reading for the `python` grammar, else the template's
     grammar decodes the calls (see `extraction`)."""
     grammar = grammar_for(template)
@@ -105,7 +106,7 @@ def read_request(text: Any, template: str, mode: str = "strict", scoring: str = 
 
 
 def score(sample: Sample, level: str, text: Any, template: str, mode: str = "strict",
-          scoring: str = "official") -> Verdict:
+          scoring: Scoring = Scoring.OFFICIAL) -> Verdict:
     """One API-Bank sample's verdict under `scoring` ("official" or "corrected"); never raises on `text`."""
     check_scoring(scoring)
     raw = sample.meta.get(TRUTH_KEY)
