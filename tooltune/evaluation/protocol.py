@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.config import option
-from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import flatten_numbers, paired_differences, read_verdicts
 from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
@@ -142,7 +142,7 @@ def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
     controls = {k: v for k, v in (manifest.get("controls") or {}).items() if k != "system_prompt"}
     packages = manifest.get("packages") or {}
     name = manifest.get("benchmark", "")
-    scoring = get_benchmark(name).scoring_packages if name in benchmark_names() else ("tooltune",)
+    scoring = BENCHMARKS[name].scoring_packages if name in BENCHMARKS else ("tooltune",)
     return {
         "command": "eval",
         "benchmark": manifest.get("benchmark"),
@@ -286,7 +286,7 @@ def compare_runs(run_a: str | os.PathLike, run_b: str | os.PathLike) -> dict[str
     paired = None
     name = ma.get("benchmark")
     has_verdicts = all((Path(run) / "verdicts.jsonl").is_file() for run in (run_a, run_b))
-    if has_verdicts and name == mb.get("benchmark") and name in benchmark_names():
-        paired = paired_differences(get_benchmark(name), read_verdicts(run_a), read_verdicts(run_b))
+    if has_verdicts and name == mb.get("benchmark") and name in BENCHMARKS:
+        paired = paired_differences(BENCHMARKS[name], read_verdicts(run_a), read_verdicts(run_b))
     return {"comparable": not blockers, "blockers": blockers, "differences": info, "scores": diffs,
             "paired": paired}
