@@ -89,12 +89,13 @@ def main() -> None:
     if args.multi_turn:
         from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
         from tooltune.generation import ScriptedBackend
+        from tooltune.schema import Scoring
 
         multi = bfcl.load_entries(bfcl.MULTI_TURN)
         got: list = []
         t = time.perf_counter()
         run_multi_turn(multi, ScriptedBackend(scripted_policy(multi)), MultiTurnConfig(),
-                       lambda v, raw: got.append(v))
+                       lambda v, raw: got.append(v), scoring=Scoring.CORRECTED)
         sec = time.perf_counter() - t
         print(f"multi-turn scripted ground truth: {sum(v.valid for v in got)}/{len(got)} passed "
               f"in {sec:.1f} s (inference loop + official multi_turn_checker)")

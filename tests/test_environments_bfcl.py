@@ -34,7 +34,7 @@ from tooltune.environments.bfcl import (
     function_docs,
     public_functions,
 )
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 FS_CONFIG = {"GorillaFileSystem": {"root": {"mira": {"type": "directory", "contents": {
     "notes": {"type": "directory", "contents": {
@@ -356,7 +356,7 @@ def test_official_ground_truth_play_succeeds_and_unknown_scoring_is_refused():
     assert envs["official"].outcome().details["scoring"] == "official"
     with pytest.raises(ValueError, match="scoring"):
         BfclEnvironment(scoring="lenient")
-    assert make_environment("bfcl").scoring == "corrected"
+    assert make_environment("bfcl").scoring is Scoring.CORRECTED  # the training signal, by name
 
 
 def test_rule_final_answer_counts():

@@ -11,15 +11,14 @@ from typing import Any
 import pytest
 
 from tooltune.cli import build_parser, main
-from tooltune.config import ConfigError
-from tooltune.evaluation import benchmark as registry
+from tooltune.config import UnknownName
 from tooltune.evaluation.benchmark import (
+    BENCHMARKS,
     AceGold,
     Benchmark,
     Prepared,
+    ProvidesAceGold,
     answer_policy,
-    benchmark_names,
-    get_benchmark,
     register_benchmark,
     single_turn_task,
 )
@@ -31,14 +30,16 @@ from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.generation import ScriptedBackend
 from tooltune.prompts import render_answer
 from tooltune.rundir import RunMismatch
-from tooltune.schema import Sample, ToolCall, ToolSpec
+from tooltune.schema import Sample, Scoring, ToolCall, ToolSpec
 
 
 def test_the_registry_holds_the_built_in_benchmarks_and_names_the_closest_for_a_typo() -> None:
-    assert benchmark_names() == ("bfcl", "apibank", "acebench", "mcp")
-    assert get_benchmark("bfcl").uses_data_dir is False and get_benchmark("apibank").uses_data_dir
-    with pytest.raises(ConfigError, match="did you mean apibank"):
-        get_benchmark("apibenk")
+    assert BENCHMARKS.names() == ("bfcl", "apibank", "acebench", "mcp")
+    assert BENCHMARKS["bfcl"].uses_data_dir is False and BENCHMARKS["apibank"].uses_data_dir
+    with pytest.raises(UnknownName, match="benchmark: unknown benchmark 'apibenk' \\(did you mean apibank"):
+        BENCHMARKS["apibenk"]
+    with pytest.raises(ValueError, match="already registered"):
+        register_benchmark(type("OtherBfcl", (ToyBenchmark,), {"name": "bfcl"}))
 
 
 _TOOL = ToolSpec("add", "Add two integers.", {"type": "object", "properties": {
@@ -60,15 +61,15 @@ def _score(sample: Sample, text: str, controls: Controls) -> Verdict:
     return Verdict(sample.id, "toy", bool(ok), None if ok else "wrong call")
 
 
-class ToyBenchmark(Benchmark):
+class ToyBenchmark(ProvidesAceGold, Benchmark):
     """A whole benchmark in one class: what a user adds in one module."""
 
     name = "toy"
     help = "A four-entry toy benchmark."
     uses_data_dir = False
 
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared:
         tasks = [single_turn_task(s, "toy", controls, lambda text, s=s: _score(s, text, controls))
                  for s in _samples()]
         return Prepared(tasks, [])
@@ -86,9 +87,9 @@ class ToyBenchmark(Benchmark):
 
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch) -> Benchmark:
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(BENCHMARKS, "_items", dict(BENCHMARKS.items()))
     register_benchmark(ToyBenchmark)
-    return get_benchmark("toy")
+    return BENCHMARKS["toy"]
 
 
 def test_a_benchmark_added_in_one_class_runs_through_the_runner_the_self_check_and_the_cli(
@@ -122,3 +123,20 @@ def test_the_scoring_mode_is_recorded_labelled_and_part_of_the_run_identity(toy:
     assert not result["comparable"] and result["blockers"][0]["field"] == "controls.scoring"
     text = write_report([tmp_path / "off", tmp_path / "cor"], tmp_path / "report.md").read_text()
     assert "official scoring" in text and "corrected scoring" in text and "not comparable" in text
+
+
+def test_official_is_the_default_scoring_of_every_entry_point_that_reports_a_benchmark_number() -> None:
+    import inspect
+
+    from tooltune.evaluation import apibank
+    from tooltune.evaluation.acebench import scoring as acebench_scoring
+    from tooltune.evaluation.acebench.agent import AgentConfig
+    from tooltune.evaluation.bfcl.multiturn import run_multi_turn
+    from tooltune.evaluation.bfcl.official import score_multi_turn, score_multi_turn_predictions
+
+    for entry_point in (run_multi_turn, score_multi_turn, score_multi_turn_predictions, apibank.score,
+                        acebench_scoring.score):
+        assert inspect.signature(entry_point).parameters["scoring"].default is Scoring.OFFICIAL, entry_point
+    assert Controls().scoring is Scoring.OFFICIAL and AgentConfig().scoring is Scoring.OFFICIAL
+    assert Controls(scoring="corrected").scoring is Scoring.CORRECTED
+    assert json.dumps({"scoring": Scoring.CORRECTED}) == '{"scoring": "corrected"}'

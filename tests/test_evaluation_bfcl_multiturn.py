@@ -23,7 +23,7 @@ from tooltune.evaluation.bfcl.multiturn import (  # noqa: E402
 )
 from tooltune.generation import ReplayBackend, ScriptedBackend  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
-from tooltune.schema import ToolCall  # noqa: E402
+from tooltune.schema import Scoring, ToolCall  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_scripted_multi_turn_scores_100_percent(multi_entries) -> None:
     subset = [e for e in multi_entries if int(e.id.rsplit("_", 1)[1]) % 4 == 0]
     got = []
     run_multi_turn(subset, ScriptedBackend(scripted_policy(subset)), MultiTurnConfig(),
-                   lambda v, raw: got.append(v), parallel=8)
+                   lambda v, raw: got.append(v), parallel=8, scoring=Scoring.CORRECTED)
     assert len(got) == len(subset) == 200
     assert [v.id for v in got if not v.valid] == []
     scores = bfcl.scores([v.to_dict() for v in got])
@@ -57,7 +57,8 @@ def test_multi_turn_wrong_play_fails_like_the_official_checker(multi_entries) ->
         return text
 
     got = []
-    run_multi_turn([e], ScriptedBackend(lazy), MultiTurnConfig(), lambda v, raw: got.append((v, raw)))
+    run_multi_turn([e], ScriptedBackend(lazy), MultiTurnConfig(), lambda v, raw: got.append((v, raw)),
+                   scoring=Scoring.CORRECTED)
     (v, raw), = got
     assert not v.valid and v.error.startswith("multi_turn:")
     assert len(raw) == len(e.entry["question"])
@@ -67,7 +68,8 @@ def test_force_termination_after_the_step_limit(multi_entries) -> None:
     e = multi_entries[0]
     loop = ScriptedBackend(lambda r: render_answer([ToolCall("pwd", {})], "tool_n1"))
     got = []
-    run_multi_turn([e], loop, MultiTurnConfig(), lambda v, raw: got.append((v, raw)))
+    run_multi_turn([e], loop, MultiTurnConfig(), lambda v, raw: got.append((v, raw)),
+                   scoring=Scoring.CORRECTED)
     (v, raw), = got
     assert not v.valid and "force_terminated" in v.error and len(raw[0]) == 21
 
@@ -80,7 +82,8 @@ def test_replayed_multi_turn_predictions_drive_the_loop(multi_entries, tmp_path:
     result = [[play(GenerationRequest([], id=e.id, meta={"turn": t, "step": 0}))]
               for t in range(len(e.entry["question"]))]
     got = []
-    run_multi_turn([e], ReplayBackend({e.id: result}), MultiTurnConfig(), lambda v, raw: got.append(v))
+    run_multi_turn([e], ReplayBackend({e.id: result}), MultiTurnConfig(), lambda v, raw: got.append(v),
+                   scoring=Scoring.CORRECTED)
     assert got[0].valid
 
 

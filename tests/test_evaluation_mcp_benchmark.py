@@ -15,8 +15,9 @@ from tooltune.cli import main  # noqa: E402
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
 from tooltune.environments.mcp_client import POOL, McpConnection, close_all  # noqa: E402
 from tooltune.environments.mcp_data import McpServer  # noqa: E402
-from tooltune.evaluation.benchmark import get_benchmark  # noqa: E402
+from tooltune.evaluation.benchmark import BENCHMARKS, MissingCapability, ProvidesAceGold  # noqa: E402
 from tooltune.evaluation.protocol import Controls  # noqa: E402
+from tooltune.evaluation.r2if_ace import ace_set  # noqa: E402
 from tooltune.evaluation.runner import evaluate  # noqa: E402
 from tooltune.evaluation.scripted import ground_truth_policy  # noqa: E402
 from tooltune.generation import Sampling, ScriptedBackend  # noqa: E402
@@ -86,7 +87,12 @@ def test_eval_mcp_on_the_command_line_and_its_errors(data_dir: Path, tmp_path: P
     assert main(["eval", "mcp", "--scripted", "--data-dir", str(data_dir), "--out", str(tmp_path / "cli"),
                  "--report", "false"]) == 0
     assert json.loads(capsys.readouterr().out)["overall"] == 1.0
-    bench = get_benchmark("mcp")
+    bench = BENCHMARKS["mcp"]
     with pytest.raises(ValueError, match=r"no task file for \['nope'\]"):
         bench.prepare("nope", Controls(), data_dir)
-    assert bench.ace_gold(None, Controls(), data_dir).kept == []
+    assert not isinstance(bench, ProvidesAceGold)
+    with pytest.raises(MissingCapability, match="benchmark 'mcp' has no ACE gold.*bfcl, apibank, acebench"):
+        ace_set("mcp", None, Controls(), data_dir)
+    with pytest.raises(MissingCapability, match="benchmark 'mcp' has no simulated-user entries"):
+        evaluate("mcp", [(0, ScriptedBackend(lambda r: ""))], tmp_path / "user", data_dir=data_dir,
+                 user_backend=ScriptedBackend(lambda r: "", name="user"), show_progress=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tooltune.config import ConfigError
-from tooltune.evaluation.benchmark import Prepared, Task, get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS, Prepared, Task
 from tooltune.evaluation.subset import SubsetSpec, describe_subset, select
 from tooltune.evaluation.verdict import Verdict
 
@@ -93,7 +93,7 @@ def test_bad_subset_settings_are_refused_naming_the_option(tmp_path: Path) -> No
 
 
 def test_an_acebench_dialogue_is_chosen_or_left_out_whole(tmp_path: Path) -> None:
-    unit = get_benchmark("acebench").subset_unit
+    unit = BENCHMARKS["acebench"].subset_unit
     category = "normal_multi_turn_user_adjust"
     tasks = [_task(f"{category}_{d}_{turn}", category) for d in range(6) for turn in range(3)]
     chosen, record = select(Prepared(tasks, []), SubsetSpec(2, 0), unit)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tooltune.evaluation.benchmark import get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import (
     flatten_numbers,
     paired_differences,
@@ -31,7 +31,7 @@ def _sample_var(xs: list[float]) -> float:
 
 def test_one_categorys_accuracy_has_the_usual_standard_error() -> None:
     verdicts = [1] * 13 + [0] * 7
-    se = standard_errors(get_benchmark("apibank"), _records("level-2", verdicts))
+    se = standard_errors(BENCHMARKS["apibank"], _records("level-2", verdicts))
     assert se["categories.level-2.accuracy"] == pytest.approx(math.sqrt(_sample_var(verdicts) / 20))
     assert not any(k.endswith((".correct", ".total")) for k in se)  # counts are no scores
 
@@ -41,7 +41,7 @@ def test_bfcls_mean_of_category_means_gets_the_stratified_closed_form() -> None:
             "simple_javascript": [1, 1, 1, 0], "multiple": [0] * 3 + [1] * 9, "parallel": [1, 0] * 4,
             "parallel_multiple": [1, 1, 0, 0, 0, 0]}
     records = [r for c, v in cats.items() for r in _records(c, v)]
-    se = standard_errors(get_benchmark("bfcl"), records)
+    se = standard_errors(BENCHMARKS["bfcl"], records)
     # non-live = mean(simple, multiple, parallel, parallel_multiple), simple = mean of its three languages
     weights = {"simple_python": 1 / 12, "simple_java": 1 / 12, "simple_javascript": 1 / 12, "multiple": 1 / 4,
                "parallel": 1 / 4, "parallel_multiple": 1 / 4}
@@ -53,7 +53,7 @@ def test_bfcls_mean_of_category_means_gets_the_stratified_closed_form() -> None:
 def test_a_unit_is_left_out_of_every_seed_at_once() -> None:
     seed0, seed1 = [1, 1, 0, 0, 1, 0], [1, 0, 0, 0, 1, 1]
     records = _records("level-1", seed0, 0) + _records("level-1", seed1, 1)
-    bench = get_benchmark("apibank")
+    bench = BENCHMARKS["apibank"]
     assert seed_mean_scores(bench, records)["overall"] == pytest.approx(0.5)
     unit_means = [(a + b) / 2 for a, b in zip(seed0, seed1)]
     se = standard_errors(bench, records)["overall"]
@@ -61,7 +61,7 @@ def test_a_unit_is_left_out_of_every_seed_at_once() -> None:
 
 
 def test_a_paired_difference_counts_only_the_entries_the_runs_disagree_on() -> None:
-    bench = get_benchmark("apibank")
+    bench = BENCHMARKS["apibank"]
     a = _records("level-1", [0] * 10 + [1] * 10)
     assert paired_differences(bench, a, a)["scores"]["overall"] == {"a": 0.5, "b": 0.5, "delta": 0.0,
                                                                    "se": 0.0, "z": None}
@@ -76,7 +76,7 @@ def test_a_paired_difference_counts_only_the_entries_the_runs_disagree_on() -> N
 
 
 def test_paired_differences_use_only_the_units_both_runs_scored() -> None:
-    bench = get_benchmark("apibank")
+    bench = BENCHMARKS["apibank"]
     a = _records("level-1", [1, 0, 1, 0, 1])
     b = _records("level-1", [1, 0, 1, 1])  # its fifth entry was never scored
     result = paired_differences(bench, a, b)
@@ -90,7 +90,7 @@ def test_acebench_dialogues_are_the_units_of_their_standard_error() -> None:
     turns = {0: [1, 1], 1: [1, 0], 2: [0, 0], 3: [1, 1]}  # dialogues 0 and 3 right: accuracy 0.5
     records = [{"id": f"{category}_{d}_{t}", "category": category, "valid": bool(v), "seed": 0}
                for d, vs in turns.items() for t, v in enumerate(vs)]
-    se = standard_errors(get_benchmark("acebench"), records)
+    se = standard_errors(BENCHMARKS["acebench"], records)
     assert se[f"categories.{category}.accuracy"] == pytest.approx(math.sqrt(_sample_var([1, 0, 0, 1]) / 4))
 
 

@@ -4,6 +4,7 @@ checked against the declared choices and ranges; `load`, `dump`, `describe`."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import types
 import typing
@@ -64,6 +65,11 @@ def _coerce(key: str, value: Any, typ: Any) -> Any:
         if not isinstance(value, want):
             raise ConfigError(f"{key}: expected a {want.__name__}, got {value!r}")
         return value
+    if isinstance(typ, type) and issubclass(typ, enum.Enum):
+        try:
+            return typ(value)
+        except ValueError:
+            return value  # the choices check names the key and the allowed values
     return value
 
 

@@ -73,7 +73,7 @@ from tooltune.environments.base import (
 )
 from tooltune.environments.bfcl_limits import TREE_CLASSES, argument_problem, tree_problem
 from tooltune.environments.limits import StepTimeout, shielded
-from tooltune.schema import Sample, SchemaError, ToolCall, calls_from_any
+from tooltune.schema import Sample, SchemaError, Scoring, ToolCall, calls_from_any
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ BFCL's web-search and memory classes are left out on purpose (network access, fi
 STATELESS = ("MathAPI",)
 """Classes BFCL never loads a scenario into."""
 
-SCORING = ("corrected", "official")
+SCORING = (Scoring.CORRECTED, Scoring.OFFICIAL)
 CORRECTED_RULES: dict[str, str] = {
     "final_answer_counts": "a required response contained in the final answer text counts as produced "
                            "(BFCL: only tool messages count)",
@@ -221,19 +221,21 @@ def _steps(value: Any, where: str) -> list[list[ToolCall]]:
 
 
 class BfclEnvironment(Environment):
-    """BFCL's multi-turn API classes (see the module docstring)."""
+    """BFCL's multi-turn API classes (see the module docstring).
+
+    `scoring`: ``corrected`` (`Scoring.CORRECTED`) unless given: the training signal, and what
+    `make_environment("bfcl")` builds for agentic training and the integrations; BFCL's own outcome,
+    for a number reported as BFCL's, is `Scoring.OFFICIAL`, asked for by name."""
 
     name = "bfcl"
 
-    def __init__(self, scoring: str = "corrected") -> None:
+    def __init__(self, scoring: Scoring | str = Scoring.CORRECTED) -> None:
         super().__init__()
-        if scoring not in SCORING:
-            raise ValueError(f"scoring must be one of {SCORING}, got {scoring!r}")
-        self.scoring = scoring
+        self.scoring = Scoring.of(scoring)
 
     @property
     def official(self) -> bool:
-        return self.scoring == "official"
+        return self.scoring is Scoring.OFFICIAL
 
     def _load(self, task: Sample, spec: dict[str, Any]) -> None:
         where = f"sample {task.id!r}: meta.env"

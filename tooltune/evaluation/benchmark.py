@@ -1,12 +1,17 @@
 """The benchmark interface: one registered object per benchmark, used by every evaluation command.
 
 A benchmark says how to load its items under the protocol `Controls`, how each completion is scored
-(under `Controls.scoring`: `official`, the benchmark's own code rule for rule, or `corrected`, named
-fixes), how verdicts aggregate into its published scores, how a perfect model answers (the harness
-self-check), which entries have a correct call list (ACE), and which command-line options it adds.
+(under `Controls.scoring`, a `Scoring`: `official`, the benchmark's own code rule for rule, or
+`corrected`, named fixes), how verdicts aggregate into its published scores, how a perfect model answers
+(the harness self-check) and which command-line options it adds. Two capabilities are opt-in mixins:
+`ProvidesAceGold` (the entries with one correct call list, for R2IF's ACE metric) and `SimulatesUsers`
+(entries played against a simulated user); `require` gives a caller the capability or an error naming
+the benchmark. Multi-turn entries (`Episode`) are played by the benchmark's `EpisodeRunner`, given the
+entries and one `EpisodeContext`.
+
 The runner (`tooltune.evaluation.runner`), ACE (`tooltune.evaluation.r2if_ace`), the ground-truth player
-(`tooltune.evaluation.scripted`), `tooltune eval` and the reports ask the registry and never branch on a
-benchmark's name, so adding a benchmark is one module with a `Benchmark` subclass decorated with
+(`tooltune.evaluation.scripted`), `tooltune eval` and the reports ask `BENCHMARKS` and never branch on
+a benchmark's name, so adding a benchmark is one module with a `Benchmark` subclass decorated with
 `register_benchmark`, and its module named in `BENCHMARK_MODULES`.
 """
 
@@ -19,9 +24,9 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
-from tooltune.config import unknown_name
+from tooltune.config import ConfigError, Registry
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, MissingPrediction, Sampling
 from tooltune.prompts import prompt_tools, render_prompt
@@ -44,11 +49,38 @@ DATA_DIR_ENV = "TOOLTUNE_DATA_DIR"
 Record = Callable[..., None]
 """`record(verdict, result=None)`: store one entry's verdict (and the raw result to replay it)."""
 
-EpisodeRunner = Callable[
-    [list[Any], Backend, "Controls", Sampling, int, Record, "Backend | None"], None
-]
-"""`run(entries, backend, controls, sampling, seed, record, user_backend)`: play and score the
-multi-turn entries of one seed, calling `record` once per entry."""
+
+class Episode(Protocol):
+    """A multi-turn entry: what the runner and the verdict log read of it (BFCL's `BfclEntry`,
+    ACEBench's `AgentEntry`, an MCP task's `McpEntry`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def category(self) -> str: ...
+
+
+EpisodeT = TypeVar("EpisodeT", bound=Episode)
+
+
+@dataclass(frozen=True)
+class EpisodeContext:
+    """What one seed's episodes are played with: the model's `backend`, the protocol `controls` and
+    `sampling`, the `seed`, `record` (called once per entry) and the `user_backend` that plays the
+    user in simulated-user episodes (None: none given)."""
+
+    backend: Backend
+    controls: Controls
+    sampling: Sampling
+    seed: int
+    record: Record
+    user_backend: Backend | None = None
+
+
+EpisodeRunner = Callable[[list[EpisodeT], EpisodeContext], None]
+"""`run(entries, context)`: play and score the multi-turn entries of one seed, calling
+`context.record` once per entry."""
 
 
 class DataDirError(ValueError):
@@ -86,14 +118,14 @@ class Task:
 
 
 @dataclass
-class Prepared:
+class Prepared(Generic[EpisodeT]):
     """A benchmark's items under one set of controls: single-turn `tasks`, multi-turn `episodes` (played
     by `run_episodes`), the files they came from (hashed into the manifest) and the categories skipped."""
 
     tasks: list[Task]
     data_files: list[str]
-    episodes: list[Any] = field(default_factory=list)
-    run_episodes: EpisodeRunner | None = None
+    episodes: list[EpisodeT] = field(default_factory=list)
+    run_episodes: EpisodeRunner[EpisodeT] | None = None
     system_extra: str = ""
     skipped: list[str] = field(default_factory=list)
 
@@ -151,7 +183,8 @@ def split_categories(categories: Sequence[str] | str | None) -> list[str] | None
 class Benchmark(abc.ABC):
     """One benchmark: its items, scoring, aggregation, ground-truth player and command-line options.
 
-    Subclasses set the class attributes and implement `prepare`, `scores`, `answers` and `ace_gold`."""
+    Subclasses set the class attributes and implement `prepare`, `scores` and `answers`; a benchmark
+    with ACE gold or simulated users also derives from `ProvidesAceGold` or `SimulatesUsers`."""
 
     name: ClassVar[str]
     help: ClassVar[str]
@@ -171,8 +204,8 @@ class Benchmark(abc.ABC):
         return benchmark_data_dir(self.name, data_dir) if self.uses_data_dir else None
 
     @abc.abstractmethod
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared:
         """The items of `categories` (None = all) rendered and scored under `controls`."""
 
     @abc.abstractmethod
@@ -184,11 +217,6 @@ class Benchmark(abc.ABC):
                 ) -> Callable[[GenerationRequest], str]:
         """A `ScriptedBackend` policy answering every entry with its ground truth (expect 100%)."""
 
-    @abc.abstractmethod
-    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
-                 ) -> AceGold:
-        """The single-turn entries whose correct answer is one list of calls (R2IF's ACE runs on them)."""
-
     def subset_unit(self, entry_id: str, category: str) -> str:
         """The item `entry_id` belongs to for subsets and standard errors: what `scores` counts as one
         (an entry by default). `scores` must depend on a unit's category and verdicts, not on its id."""
@@ -198,21 +226,45 @@ class Benchmark(abc.ABC):
         """Command-line options of this benchmark beyond the shared ones (none by default)."""
         return None
 
-    def user_backend(self, args: argparse.Namespace, backend: Any, data_dir: Path | None) -> Backend | None:
-        """The backend that plays the user in simulated-user episodes, from this benchmark's options."""
-        return None
+
+class ProvidesAceGold(abc.ABC):
+    """Capability: single-turn entries whose correct answer is one list of calls (R2IF's ACE metric,
+    `tooltune.evaluation.r2if_ace`, runs on them)."""
+
+    @abc.abstractmethod
+    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                 ) -> AceGold:
+        """The entries of `categories` that ACE scores, with their correct calls and what is left out."""
 
 
-_REGISTRY: dict[str, Benchmark] = {}
+class SimulatesUsers(abc.ABC):
+    """Capability: entries played against a simulated user, prepared only when one is given."""
+
+    @abc.abstractmethod
+    def prepare_with_user(self, categories: Sequence[str] | str | None, controls: Controls,
+                          data_dir: Path | None) -> Prepared:
+        """`prepare`, the simulated-user entries included."""
+
+    @abc.abstractmethod
+    def user_backend(self, args: argparse.Namespace, backend: Backend, data_dir: Path | None
+                     ) -> Backend | None:
+        """The backend that plays the user, from this benchmark's command-line options (None: none)."""
 
 
-def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:
-    """Class decorator: register one instance of `cls` under `cls.name`."""
-    if cls.name in _REGISTRY and type(_REGISTRY[cls.name]) is not cls:
-        owner = type(_REGISTRY[cls.name]).__name__
-        raise ValueError(f"benchmark {cls.name!r} is already registered by {owner}")
-    _REGISTRY[cls.name] = cls()
-    return cls
+class MissingCapability(ConfigError):
+    """A benchmark asked for something it does not have (ACE gold, a simulated user)."""
+
+
+CapabilityT = TypeVar("CapabilityT")
+
+
+def require(bench: Benchmark, capability: type[CapabilityT], what: str) -> CapabilityT:
+    """`bench` as `capability`; MissingCapability naming the benchmark, `what` was asked for, and the
+    benchmarks that have it, otherwise."""
+    if isinstance(bench, capability):
+        return bench
+    able = [name for name, b in BENCHMARKS.items() if isinstance(b, capability)]
+    raise MissingCapability(f"benchmark {bench.name!r} has no {what}; benchmarks with it: {', '.join(able)}")
 
 
 def _load_builtins() -> None:
@@ -220,15 +272,12 @@ def _load_builtins() -> None:
         importlib.import_module(module)
 
 
-def benchmark_names() -> tuple[str, ...]:
-    """The registered benchmarks, in registration order."""
-    _load_builtins()
-    return tuple(_REGISTRY)
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark", loader=_load_builtins)
+"""Every registered benchmark by name, in registration order (the built-ins load on the first lookup)."""
 
 
-def get_benchmark(name: str) -> Benchmark:
-    """The registered benchmark `name`; a ConfigError naming the closest registered names otherwise."""
-    _load_builtins()
-    if name not in _REGISTRY:
-        raise unknown_name("benchmark", "benchmark", name, _REGISTRY)
-    return _REGISTRY[name]
+def register_benchmark(cls: type[Benchmark]) -> type[Benchmark]:
+    """Class decorator: register one instance of `cls` under `cls.name` (a ValueError when another
+    benchmark holds the name)."""
+    BENCHMARKS.add(cls.name, cls())
+    return cls

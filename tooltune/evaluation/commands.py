@@ -28,7 +28,7 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
-from tooltune.evaluation.benchmark import Benchmark, benchmark_names, get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS, Benchmark, SimulatesUsers
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.r2if_ace import AceOptions, evaluate_ace
 from tooltune.evaluation.runner import RunOptions, evaluate
@@ -63,7 +63,7 @@ def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
 
 def _add_ace_args(p: argparse.ArgumentParser) -> None:
     add = config_mechanism.add_arguments
-    p.add_argument("--benchmark", required=True, choices=benchmark_names(),
+    p.add_argument("--benchmark", required=True, choices=BENCHMARKS.names(),
                    help="the benchmark whose single-turn entries are measured")
     # ACE runs on every single-turn entry: no subset options
     add(p, RunOptions, exclude=("report", "subset", "subset_seed", "subset_ids"), group="run")
@@ -82,11 +82,11 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "eval", help="Evaluate on BFCL, API-Bank, ACEBench over seeds and controls.",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = benchmark_names()
+    names = BENCHMARKS.names()
     commands = ",".join((*names, "ace", "compare", "report"))
     sub = parser.add_subparsers(dest="eval_command", metavar="{" + commands + "}")
     for name in names:
-        bench = get_benchmark(name)
+        bench = BENCHMARKS[name]
         _add_run_args(sub.add_parser(name, help=bench.help, description=bench.help), bench)
     _add_ace_args(sub.add_parser("ace", help=ACE_HELP, description=ACE_HELP))
     cmp_ = sub.add_parser("compare", help="score differences of two runs; flags non-comparable manifests")
@@ -152,11 +152,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
     opts, controls, sampling, backend = _configs(args)
-    bench = get_benchmark(args.benchmark)
+    bench = BENCHMARKS[args.benchmark]
     _check_out_first(opts.out, {"command": "eval", "benchmark": args.benchmark})
     data_dir = bench.data_dir(opts.data_dir)
     backends = _backends(args, opts, controls, backend, data_dir)
-    user_backend = bench.user_backend(args, backend, data_dir)
+    user_backend = bench.user_backend(args, backend, data_dir) if isinstance(bench, SimulatesUsers) else None
     model = "scripted" if args.scripted else backend.label
     with RunLock(opts.out):  # the report is written under the same lock as the results
         summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
@@ -195,7 +195,7 @@ def _measure_ace(args: argparse.Namespace) -> int:
     student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
     student.source()
     options = config_mechanism.load(AceOptions, overrides=given(args, "ace")).validate()
-    data_dir = get_benchmark(args.benchmark).data_dir(opts.data_dir)
+    data_dir = BENCHMARKS[args.benchmark].data_dir(opts.data_dir)
     backends = backend.seed_backends(opts.seeds)
     # predictions measure the entries they hold (the student runs on no other), as --partial does for eval
     partial = opts.partial or backend.source() == "predictions"

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.config import option
-from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import flatten_numbers, paired_differences, read_verdicts
-from tooltune.evaluation.verdict import SCORING_MODES
 from tooltune.prompts import PromptControls
 from tooltune.rundir import drop_torn_tail
+from tooltune.schema import Scoring
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +56,17 @@ class Controls(PromptControls):
         "(underscore).",
         ("dotted", "underscore"),
     )
-    scoring: str = option(
-        "official",
+    scoring: Scoring = option(
+        Scoring.OFFICIAL,
         "Scoring rules: official (the benchmark's official code, rule for rule, its bugs included: the "
         "numbers to report under the benchmark's name) or corrected (each deviation a named fix listed in "
         "docs/evaluation.md).",
-        SCORING_MODES,
+        tuple(Scoring),
     )
+
+    def __post_init__(self) -> None:
+        if self.scoring in tuple(Scoring):  # a plain word given in code reads as the typed mode
+            self.scoring = Scoring(self.scoring)
 
 
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
@@ -138,7 +142,7 @@ def run_identity(manifest: Mapping[str, Any]) -> dict[str, Any]:
     controls = {k: v for k, v in (manifest.get("controls") or {}).items() if k != "system_prompt"}
     packages = manifest.get("packages") or {}
     name = manifest.get("benchmark", "")
-    scoring = get_benchmark(name).scoring_packages if name in benchmark_names() else ("tooltune",)
+    scoring = BENCHMARKS[name].scoring_packages if name in BENCHMARKS else ("tooltune",)
     return {
         "command": "eval",
         "benchmark": manifest.get("benchmark"),
@@ -282,7 +286,7 @@ def compare_runs(run_a: str | os.PathLike, run_b: str | os.PathLike) -> dict[str
     paired = None
     name = ma.get("benchmark")
     has_verdicts = all((Path(run) / "verdicts.jsonl").is_file() for run in (run_a, run_b))
-    if has_verdicts and name == mb.get("benchmark") and name in benchmark_names():
-        paired = paired_differences(get_benchmark(name), read_verdicts(run_a), read_verdicts(run_b))
+    if has_verdicts and name == mb.get("benchmark") and name in BENCHMARKS:
+        paired = paired_differences(BENCHMARKS[name], read_verdicts(run_a), read_verdicts(run_b))
     return {"comparable": not blockers, "blockers": blockers, "differences": info, "scores": diffs,
             "paired": paired}

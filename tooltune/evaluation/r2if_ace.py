@@ -47,7 +47,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from tooltune.config import ConfigError, check_values, option
-from tooltune.evaluation.benchmark import get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS, ProvidesAceGold, require
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
 from tooltune.evaluation.runner import check_local_tool_support, prepare
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
@@ -109,9 +109,11 @@ class AceSet:
 
 def ace_set(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
             data_dir: str | os.PathLike | None = None) -> AceSet:
-    """The entries of `benchmark` ACE runs on (`Benchmark.ace_gold`), with their prompts and correct calls."""
-    bench = get_benchmark(benchmark)
-    found = bench.ace_gold(categories, controls, bench.data_dir(data_dir))
+    """The entries of `benchmark` ACE runs on (`ProvidesAceGold.ace_gold`), with their prompts and correct
+    calls; `MissingCapability` naming a benchmark without them."""
+    bench = BENCHMARKS[benchmark]
+    gold = require(bench, ProvidesAceGold, "ACE gold (single-turn entries with one correct call list)")
+    found = gold.ace_gold(categories, controls, bench.data_dir(data_dir))
     if not found.kept:
         return AceSet([], [], [], found.left_out)
     prep = prepare(benchmark, found.kept, controls, data_dir)

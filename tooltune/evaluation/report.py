@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tooltune.evaluation.benchmark import benchmark_names, get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.subset import describe_subset
 
 logger = logging.getLogger(__name__)
@@ -126,9 +126,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
     out = Path(out_md)
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = ["# Evaluation report", ""]
-    for name in benchmark_names():
+    for name in BENCHMARKS:
         bench_runs = [r for r in runs if r["summary"].get("benchmark") == name]
-        bench = get_benchmark(name)
+        bench = BENCHMARKS[name]
         if not bench_runs or not bench.report_tables:
             continue
         for title, columns in bench.report_tables:

@@ -35,12 +35,15 @@ from tqdm.auto import tqdm
 
 from tooltune.config import check_values, option
 from tooltune.evaluation.benchmark import (
+    BENCHMARKS,
     DATA_DIR_ENV,
     DataDirError,
+    EpisodeContext,
     Prepared,
+    SimulatesUsers,
     Task,
     benchmark_data_dir,
-    get_benchmark,
+    require,
 )
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.subset import SubsetSpec, select
@@ -113,9 +116,13 @@ def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Co
             data_dir: str | os.PathLike | None = None, user_simulator: bool = False) -> Prepared:
     """The registered `benchmark`'s items under `controls` (`Benchmark.prepare`); its data folder is
     resolved here (`benchmark_data_dir`). Multi-turn entries that need a user simulator run only with
-    `user_simulator`."""
-    bench = get_benchmark(benchmark)
-    return bench.prepare(categories, controls, bench.data_dir(data_dir), user_simulator)
+    `user_simulator` (`SimulatesUsers.prepare_with_user`; `MissingCapability` for a benchmark without
+    simulated users)."""
+    bench = BENCHMARKS[benchmark]
+    if user_simulator:
+        users = require(bench, SimulatesUsers, "simulated-user entries")
+        return users.prepare_with_user(categories, controls, bench.data_dir(data_dir))
+    return bench.prepare(categories, controls, bench.data_dir(data_dir))
 
 
 def prepare_subset(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
@@ -124,7 +131,7 @@ def prepare_subset(benchmark: str, categories: Sequence[str] | str | None, contr
     """`prepare` restricted to `subset` (`tooltune.evaluation.subset.select`), with the subset's record
     (None for the whole benchmark)."""
     prep = prepare(benchmark, categories, controls, data_dir, user_simulator)
-    return select(prep, subset or SubsetSpec(), get_benchmark(benchmark).subset_unit)
+    return select(prep, subset or SubsetSpec(), BENCHMARKS[benchmark].subset_unit)
 
 
 def _progress(total: int, desc: str) -> Any:
@@ -174,7 +181,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
                 record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
     if entries and prep.run_episodes is not None:
-        prep.run_episodes(entries, backend, controls, sampling, seed, record, user_backend)
+        prep.run_episodes(entries, EpisodeContext(backend, controls, sampling, seed, record, user_backend))
 
 
 def _keep_scored_completions(path: Path, scored: set[str]) -> None:
@@ -284,7 +291,8 @@ def evaluate(
     `backends`: (seed, backend) pairs, or one backend for the protocol's seeds 0..RunOptions().seeds-1.
     Without `controls` / `sampling` the protocol defaults apply (`Controls()`, `Sampling()`: temperature
     0.7), the same as `tooltune eval` without flags. `data_dir`: see `benchmark_data_dir`.
-    `user_backend` plays the user in ACEBench's agent_multi_turn (skipped without one). `subset`
+    `user_backend` plays the user in a `SimulatesUsers` benchmark's entries (ACEBench's agent_multi_turn,
+    skipped without one; `MissingCapability` for a benchmark without simulated users). `subset`
     restricts the run to fixed entries (recorded in the manifest and summary, part of the run's identity).
     The summary holds each score's standard error over entries (`uncertainty.standard_errors`).
 
@@ -297,7 +305,7 @@ def evaluate(
     out = Path(out_dir)
     prep, chosen = prepare_subset(benchmark, categories, controls, data_dir, user_backend is not None, subset)
     _check_reasoning_history(prep, backends, controls)
-    bench = get_benchmark(benchmark)
+    bench = BENCHMARKS[benchmark]
     seeds = [s for s, _ in backends]
     cats = prep.categories
     names = ", ".join(b.name for _, b in backends)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from tooltune.evaluation.benchmark import get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.bfcl.benchmark import bfcl_answers
 from tooltune.evaluation.protocol import Controls
 from tooltune.generation import GenerationRequest
@@ -32,4 +32,4 @@ def ground_truth_policy(
     for `template` (or `controls`, which then also give the name style and scoring mode); `data_dir` is
     the benchmark's data folder itself."""
     controls = controls or Controls(template=template, name_style=name_style)
-    return get_benchmark(benchmark).answers(categories, controls, Path(data_dir) if data_dir else None)
+    return BENCHMARKS[benchmark].answers(categories, controls, Path(data_dir) if data_dir else None)

@@ -6,14 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-SCORING_MODES = ("official", "corrected")
-"""The rule sets every benchmark scores under: the official code's, rule for rule, or named fixes of it."""
+from tooltune.schema import Scoring
 
 
-def check_scoring(scoring: str) -> None:
-    """ValueError unless `scoring` is one of `SCORING_MODES`."""
-    if scoring not in SCORING_MODES:
-        raise ValueError(f"scoring must be one of {', '.join(SCORING_MODES)}, got {scoring!r}")
+def check_scoring(scoring: str) -> Scoring:
+    """`scoring` as a `Scoring`; ValueError naming the modes unless it is one."""
+    return Scoring.of(scoring)
 
 
 @dataclass

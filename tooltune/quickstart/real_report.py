@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tooltune.evaluation.benchmark import get_benchmark
+from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import paired_differences, read_verdicts
 from tooltune.quickstart.report import environment
 from tooltune.quickstart.stats import paired
@@ -65,7 +65,7 @@ def _paired(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[
         for bench, rb in sb["benchmarks"].items():
             if bench not in sa["benchmarks"]:
                 continue
-            diff = paired_differences(get_benchmark(bench), read_verdicts(sa["benchmarks"][bench]["run"]),
+            diff = paired_differences(BENCHMARKS[bench], read_verdicts(sa["benchmarks"][bench]["run"]),
                                       read_verdicts(rb["run"]))
             keys = _keys(config, bench, rb["scores"], categories=False)
             rows.append({"b": b, "a": a, "what": what, "benchmark": bench, "units": diff["units"],

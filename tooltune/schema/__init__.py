@@ -1,5 +1,5 @@
-"""The one schema every stage shares: ToolSpec, ToolCall, Sample, Parsed (`types`), and the reader of data
-records as hostile input (`records`).
+"""The one schema every stage shares: ToolSpec, ToolCall, Sample, Parsed (`types`), the scoring mode
+`Scoring` (`scoring`), and the reader of data records as hostile input (`records`).
 
 Data flows one way: raw record -> Sample -> prompt -> completion -> Parsed -> reward or verdict.
 Every adapter produces `Sample`; every consumer reads it. All types round-trip losslessly through
@@ -18,6 +18,7 @@ from tooltune.schema.records import (
     loads_record,
     raw_decode_record,
 )
+from tooltune.schema.scoring import Scoring
 from tooltune.schema.types import (
     CATEGORIES,
     ROLES,
@@ -40,6 +41,7 @@ __all__ = [
     "RecordValueError",
     "Sample",
     "SchemaError",
+    "Scoring",
     "ToolCall",
     "ToolSpec",
     "calls_from_any",

@@ -31,7 +31,7 @@ from typing import Any
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.data.synthetic.bfcl_heldout import check_heldout
 from tooltune.environments.bfcl import BfclEnvironment, function_docs
-from tooltune.schema import Sample, ToolCall, ToolSpec
+from tooltune.schema import Sample, Scoring, ToolCall, ToolSpec
 
 SPLITS = ("train", "heldout")
 HELDOUT_SHARE = 0.2
@@ -356,7 +356,7 @@ def bfcl_task(d: Draft, rng: random.Random) -> Sample:
     sample = Sample(f"bfcl-task-{d.kind}-{digest}", SOURCE, "multi_step",
                     [{"role": "user", "content": d.request}], _tools(d, rng), list(d.steps[0]),
                     meta={"env": env_spec, "kind": d.kind, "split": split_of(d.request, d.config)})
-    env = BfclEnvironment()
+    env = BfclEnvironment(Scoring.CORRECTED)
     env.reset(sample)
     texts = []
     for call in (c for step in d.steps for c in step):

@@ -47,7 +47,7 @@ from tooltune.generation import (
 from tooltune.parsing import parse_python_calls
 from tooltune.prompts import get_template, grammar_for, render_answer
 from tooltune.prompts.templates import python_calls
-from tooltune.schema import Parsed, SchemaError, ToolCall, ToolSpec
+from tooltune.schema import Parsed, SchemaError, Scoring, ToolCall, ToolSpec
 
 USER_SIM_SKIP_MESSAGE = ("ACEBench agent_multi_turn needs a user simulator (a backend playing the user, "
                          "e.g. an OpenAI-compatible endpoint); skipped (not run without one)")
@@ -112,7 +112,8 @@ class AgentConfig(EpisodeConfig):
     user_temperature: float = field(default=0.0, metadata={"help": "user simulator temperature"})
     user_max_new_tokens: int = field(default=256, metadata={"help": "user simulator reply length"})
     max_dialog_turns: int = field(default=40, metadata={"help": "messages per conversation (ACEBench: 40)"})
-    scoring: str = field(default="official", metadata={"help": "scoring mode: official or corrected"})
+    scoring: Scoring = field(default=Scoring.OFFICIAL,
+                             metadata={"help": "scoring mode: official or corrected"})
 
 
 class SandboxExecutor:

@@ -20,8 +20,10 @@ from tooltune.evaluation.acebench import agent, data, scoring
 from tooltune.evaluation.benchmark import (
     AceGold,
     Benchmark,
+    EpisodeContext,
     Prepared,
-    Record,
+    ProvidesAceGold,
+    SimulatesUsers,
     answer_policy,
     register_benchmark,
     single_turn_task,
@@ -29,7 +31,7 @@ from tooltune.evaluation.benchmark import (
 )
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import Backend, BackendConfig, GenerationRequest, Sampling, ScriptedBackend
+from tooltune.generation import Backend, BackendConfig, GenerationRequest, ScriptedBackend
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -49,24 +51,34 @@ def _score(sample: Sample, category: str, controls: Controls, text: str) -> Verd
     return scoring.score(sample, category, text, controls.template, controls.mode, scoring=controls.scoring)
 
 
-def _run_agent(entries: list[Any], backend: Backend, controls: Controls, sampling: Sampling, seed: int,
-               record: Record, user_backend: Backend | None = None) -> None:
+def _run_agent(entries: list[agent.AgentEntry], context: EpisodeContext) -> None:
+    controls, sampling = context.controls, context.sampling
     cfg = agent.AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                            controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed,
-                            scoring=controls.scoring)
-    agent.run_agent(entries, backend, cfg, record, user_backend, parallel=sampling.batch_size)
+                            controls.system_text(), sampling.temperature, sampling.max_new_tokens,
+                            context.seed, scoring=controls.scoring)
+    agent.run_agent(entries, context.backend, cfg, context.record, context.user_backend,
+                    parallel=sampling.batch_size)
 
 
 @register_benchmark
-class AceBenchBenchmark(Benchmark):
+class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
     name = "acebench"
     help = "ACEBench normal + special categories (agent categories need a user-simulator endpoint)."
 
     def _categories(self, categories: Sequence[str] | str | None, data_dir: Path | None) -> list[str]:
         return split_categories(categories) or data.categories_in(data_dir)
 
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared[agent.AgentEntry]:
+        """The entries of `categories`; agent_multi_turn is skipped (it needs a simulated user)."""
+        return self._prepare(categories, controls, data_dir, user_simulator=False)
+
+    def prepare_with_user(self, categories: Sequence[str] | str | None, controls: Controls,
+                          data_dir: Path | None) -> Prepared[agent.AgentEntry]:
+        return self._prepare(categories, controls, data_dir, user_simulator=True)
+
+    def _prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
+                 user_simulator: bool) -> Prepared[agent.AgentEntry]:
         cats = self._categories(categories, data_dir)
         skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
         if skipped:
@@ -108,7 +120,8 @@ class AceBenchBenchmark(Benchmark):
             title="user simulator for agent_multi_turn (skipped without one; shares --concurrency, "
                   "--timeout, --retries)")
 
-    def user_backend(self, args: argparse.Namespace, backend: Any, data_dir: Path | None) -> Backend | None:
+    def user_backend(self, args: argparse.Namespace, backend: Backend, data_dir: Path | None
+                     ) -> Backend | None:
         """--user-endpoint's backend, or the scripted user (states the instruction) with --scripted."""
         given = config_mechanism.given_overrides(args, "user")
         if given:

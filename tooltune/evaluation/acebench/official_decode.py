@@ -41,7 +41,7 @@ from tooltune.parsing import Grammar, parse_completion
 from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.parsing.python_calls import nesting_depth
 from tooltune.prompts import grammar_for
-from tooltune.schema import Parsed, ToolCall
+from tooltune.schema import Parsed, Scoring, ToolCall
 
 Decoded = list[dict[str, dict[Any, Any]]]
 """ACEBench's decoded form of an answer: one `{function name: {argument: value}}` per call."""
@@ -122,7 +122,7 @@ def decode_agent_step(text: Any, multi_turn: bool = False) -> list[ToolCall] | N
 
 
 def parse_agent_step(text: Any, template: str | Grammar, mode: str = "strict", multi_turn: bool = False,
-                     scoring: str = "official") -> Parsed:
+                     scoring: Scoring = Scoring.OFFICIAL) -> Parsed:
     """One agent reply's calls. Under the `python` grammar (ACEBench's format) ACEBench's executor
     decoding (`decode_agent_step`, closing-bracket repair included) in both scoring modes: no corrected
     rule changes it. Other templates: their grammar's `parse_completion` under `mode`."""

@@ -41,7 +41,7 @@ from tooltune.evaluation.acebench.official_decode import Decoded, decode_answer
 from tooltune.evaluation.verdict import Verdict
 from tooltune.parsing import Grammar, parse_completion
 from tooltune.prompts import grammar_for, python_calls, render_answer
-from tooltune.schema import Sample
+from tooltune.schema import Sample, Scoring
 
 WEIGHTS = {"special": 0.2676, "normal": 0.578, "agent": 0.1545}
 AGENT_SKIP_MESSAGE = ("ACEBench agent categories (agent_multi_step, agent_multi_turn) need an endpoint "
@@ -102,7 +102,7 @@ def answer_text(text: str, template: str | Grammar) -> str:
 
 
 def score(sample: Sample, category: str, text: Any, template: str, mode: str = "strict",
-          scoring: str = "official") -> Verdict:
+          scoring: Scoring = Scoring.OFFICIAL) -> Verdict:
     """The verdict on one completion of a normal or special entry under `scoring` (module doc)."""
     fixes = rules_for(scoring)
     text = text if isinstance(text, str) else ""

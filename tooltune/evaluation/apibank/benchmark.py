@@ -14,6 +14,7 @@ from tooltune.evaluation.benchmark import (
     AceGold,
     Benchmark,
     Prepared,
+    ProvidesAceGold,
     answer_policy,
     register_benchmark,
     single_turn_task,
@@ -31,12 +32,12 @@ def _score(sample: Sample, level: str, controls: Controls, text: str) -> Verdict
 
 
 @register_benchmark
-class ApiBankBenchmark(Benchmark):
+class ApiBankBenchmark(ProvidesAceGold, Benchmark):
     name = "apibank"
     help = "API-Bank level-1 / level-2 API-call accuracy."
 
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared:
         levels = split_categories(categories) or list(apibank.LEVELS)
         tasks = [single_turn_task(s, lv, controls, partial(_score, s, lv, controls))
                  for lv, s in apibank.load_samples(data_dir, levels)]

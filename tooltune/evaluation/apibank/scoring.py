@@ -28,14 +28,14 @@ from tooltune.evaluation.apibank.official_decode import (
     official_request,
 )
 from tooltune.evaluation.apibank.truth import Truth
-from tooltune.evaluation.verdict import SCORING_MODES, Verdict, category_accuracy, check_scoring
+from tooltune.evaluation.verdict import Verdict, category_accuracy, check_scoring
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 logger = logging.getLogger(__name__)
 
-SCORINGS = SCORING_MODES
+SCORINGS = tuple(Scoring)
 CORRECTIONS = ("one_request_one_call", "python_values", "dialogue_state", "truth_executed",
                "delete_meeting_start_time", "unexecutable_truth")
 """The named fixes `scoring="corrected"` applies (docs/evaluation.md explains each)."""
@@ -54,7 +54,8 @@ def call_matches(pred: ToolCall, gold: ToolCall) -> bool:
     return all(_text(pred.arguments[k]) == _text(v) for k, v in gold.arguments.items())
 
 
-def read_request(text: Any, template: str, mode: str = "strict", scoring: str = "official") -> Request:
+def read_request(text: Any, template: str, mode: str = "strict",
+                 scoring: Scoring = Scoring.OFFICIAL) -> Request:
     """The request a completion makes: API-Bank's own reading for the `python` grammar, else the template's
     grammar decodes the calls (see `official_decode`)."""
     grammar = grammar_for(template)
@@ -68,7 +69,7 @@ def read_request(text: Any, template: str, mode: str = "strict", scoring: str = 
 
 
 def score(sample: Sample, level: str, text: Any, template: str, mode: str = "strict",
-          scoring: str = "official") -> Verdict:
+          scoring: Scoring = Scoring.OFFICIAL) -> Verdict:
     """One API-Bank sample's verdict under `scoring` ("official" or "corrected"); never raises on `text`."""
     check_scoring(scoring)
     raw = sample.meta.get(TRUTH_KEY)

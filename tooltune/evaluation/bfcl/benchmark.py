@@ -15,8 +15,9 @@ from tooltune.evaluation import bfcl
 from tooltune.evaluation.benchmark import (
     AceGold,
     Benchmark,
+    EpisodeContext,
     Prepared,
-    Record,
+    ProvidesAceGold,
     answer_policy,
     register_benchmark,
     single_turn_task,
@@ -24,9 +25,9 @@ from tooltune.evaluation.benchmark import (
 from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
 from tooltune.evaluation.bfcl.official import score_multi_turn
 from tooltune.evaluation.protocol import Controls
-from tooltune.generation import Backend, GenerationRequest, Sampling
+from tooltune.generation import GenerationRequest
 from tooltune.prompts import render_answer
-from tooltune.schema import ToolCall
+from tooltune.schema import Scoring, ToolCall
 
 TABLE2_COLUMNS = (
     ("Non-live simple", "table2.non_live.simple"), ("Non-live multiple", "table2.non_live.multiple"),
@@ -67,26 +68,27 @@ def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n
     return answers, multi
 
 
-def _run_multi_turn(entries: list[Any], backend: Backend, controls: Controls, sampling: Sampling, seed: int,
-                    record: Record, user_backend: Backend | None = None) -> None:
+def _run_multi_turn(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> None:
     """Multi-turn entries under `controls.scoring`: a predictions file scored officially is read as
     bfcl-eval reads a result file (no loop: its recorded steps are the result); otherwise the loop plays
     each entry (a model, or the replay rules of `ReplayBackend` under ``corrected``) and the recorded
     result is judged by the mode's rules."""
-    predictions = getattr(backend, "predictions", None)
-    if controls.scoring == "official" and isinstance(predictions, dict):
+    controls, sampling = context.controls, context.sampling
+    predictions = getattr(context.backend, "predictions", None)
+    if controls.scoring == Scoring.OFFICIAL and isinstance(predictions, dict):
         for e in entries:
             result = predictions[e.id]
-            record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
-                                    scoring="official"), result)
+            context.record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
+                                    scoring=Scoring.OFFICIAL), result)
         return
     cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                          controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
-    run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size, scoring=controls.scoring)
+                          controls.system_text(), sampling.temperature, sampling.max_new_tokens, context.seed)
+    run_multi_turn(entries, context.backend, cfg, context.record, parallel=sampling.batch_size,
+                   scoring=controls.scoring)
 
 
 @register_benchmark
-class BfclBenchmark(Benchmark):
+class BfclBenchmark(ProvidesAceGold, Benchmark):
     name = "bfcl"
     help = "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn)."
     uses_data_dir = False
@@ -96,8 +98,8 @@ class BfclBenchmark(Benchmark):
     report_tables = (("BFCL (Tool-N1 Table 2 columns, %)", TABLE2_COLUMNS),
                      ("BFCL (current leaderboard aggregates, %)", LEADERBOARD_COLUMNS))
 
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared[bfcl.BfclEntry]:
         cats = bfcl.expand_categories(categories)
         entries = bfcl.load_entries(cats)
         scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)

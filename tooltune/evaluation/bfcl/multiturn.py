@@ -45,7 +45,7 @@ from tooltune.generation import (
     step_decoder,
 )
 from tooltune.prompts import grammar_for, render_answer
-from tooltune.schema import ToolCall, ToolSpec
+from tooltune.schema import Scoring, ToolCall, ToolSpec
 
 logger = logging.getLogger(__name__)
 
@@ -188,19 +188,19 @@ def run_multi_turn(
     on_verdict: Callable[[Verdict, list[list[str]]], None],
     parallel: int = 16,
     progress: Any = None,
-    scoring: str = "corrected",
+    scoring: Scoring = Scoring.OFFICIAL,
 ) -> None:
     """Run the loop for `entries`, `parallel` conversations at a time (one batched generate per step).
 
-    `scoring`: ``corrected`` judges what the loop ran (`MultiTurnRun.verdict`); ``official`` judges the
-    recorded result (every step's raw text) as bfcl-eval's evaluation of a result file does
-    (`official.score_multi_turn`)."""
+    `scoring`: ``official`` (the default) judges the recorded result (every step's raw text) as
+    bfcl-eval's evaluation of a result file does (`official.score_multi_turn`); ``corrected``
+    judges what the loop ran (`MultiTurnRun.verdict`)."""
     bfcl_environment()
     model_name = fresh_model_name()
 
     def finished(run: MultiTurnRun) -> None:
-        if scoring == "official":
-            verdict = score_multi_turn(run.e, run.raw, cfg.template, cfg.mode, scoring="official")
+        if scoring == Scoring.OFFICIAL:
+            verdict = score_multi_turn(run.e, run.raw, cfg.template, cfg.mode, scoring=Scoring.OFFICIAL)
         else:
             verdict = run.verdict()
         on_verdict(verdict, run.raw)

@@ -48,13 +48,13 @@ from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.bfcl.data import BfclEntry
 from tooltune.evaluation.bfcl.official_decode import bfcl_decode_execute
 from tooltune.evaluation.bfcl.scoring import NAME_STYLES
-from tooltune.evaluation.verdict import SCORING_MODES, Verdict, check_scoring
+from tooltune.evaluation.verdict import Verdict, check_scoring
 from tooltune.parsing import parse_completion, python_literal
 from tooltune.parsing.limits import MAX_BLOCK_CHARS
 from tooltune.prompts import grammar_for
-from tooltune.schema import ToolCall
+from tooltune.schema import Scoring, ToolCall
 
-SCORING = SCORING_MODES
+SCORING = tuple(Scoring)
 STEP_LIMIT = 20
 """BFCL's `MAXIMUM_STEP_LIMIT`: its inference force-quits an entry after a turn of more steps with calls."""
 REFUSED_CALL = "tooltune_refused_call()"
@@ -146,7 +146,7 @@ def class_methods(entry: Mapping[str, Any]) -> set[str]:
     return names
 
 
-def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: str
+def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: Scoring
                ) -> tuple[list[str] | None, str | None]:
     """One step's call strings, or (None, reason) when the step holds no call (`official`: skipped;
     `corrected`: the turn ends). `corrected` may return [] (calls, all refused: the turn goes on)."""
@@ -177,7 +177,7 @@ def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: 
 
 
 def decode_result(
-    e: BfclEntry, result: Any, template: str, mode: str = "strict", scoring: str = "official"
+    e: BfclEntry, result: Any, template: str, mode: str = "strict", scoring: Scoring = Scoring.OFFICIAL
 ) -> DecodedResult:
     """The calls each turn's steps execute under `scoring` (see the module docstring)."""
     check_scoring(scoring)
@@ -285,7 +285,7 @@ def score_multi_turn(
     template: str = "tool_n1",
     mode: str = "strict",
     name_style: str = "dotted",
-    scoring: str = "official",
+    scoring: Scoring = Scoring.OFFICIAL,
 ) -> Verdict:
     """The verdict on one entry's result (a list per turn of lists per step of raw completion texts).
 
@@ -307,7 +307,7 @@ def score_multi_turn_predictions(
     template: str = "tool_n1",
     mode: str = "strict",
     name_style: str = "dotted",
-    scoring: str = "official",
+    scoring: Scoring = Scoring.OFFICIAL,
     partial: bool = False,
 ) -> list[Verdict]:
     """Verdicts for `entries` from `predictions` (id -> result, as `ReplayBackend` holds them).

@@ -24,10 +24,9 @@ from typing import Any
 from tooltune.environments import Outcome, TaskError
 from tooltune.environments.mcp import McpEnvironment
 from tooltune.evaluation.benchmark import (
-    AceGold,
     Benchmark,
+    EpisodeContext,
     Prepared,
-    Record,
     answer_policy,
     register_benchmark,
     split_categories,
@@ -36,14 +35,12 @@ from tooltune.evaluation.mcp.data import McpEntry, load_entries, task_files
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.generation import (
-    Backend,
     Dialogue,
     EpisodeConfig,
     EpisodeRun,
     GenerationRequest,
     MessageContext,
     Reply,
-    Sampling,
     StopRules,
     drive,
     step_decoder,
@@ -78,12 +75,12 @@ def _reason(outcome: Outcome) -> str | None:
     return ("; ".join(parts) or "failed")[:300]
 
 
-def run_tasks(entries: list[McpEntry], backend: Backend, controls: Controls, sampling: Sampling, seed: int,
-              record: Record, user_backend: Backend | None = None) -> None:
+def run_tasks(entries: list[McpEntry], context: EpisodeContext) -> None:
     """Play every entry (module docstring), `sampling.batch_size` episodes at a time, and record its
     verdict with the raw text of every step."""
+    controls, sampling, record = context.controls, context.sampling, context.record
     cfg = EpisodeConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                        controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
+                        controls.system_text(), sampling.temperature, sampling.max_new_tokens, context.seed)
     decode = step_decoder(grammar_for(cfg.template), cfg.mode)
 
     def runs() -> Any:
@@ -108,7 +105,7 @@ def run_tasks(entries: list[McpEntry], backend: Backend, controls: Controls, sam
             env.close()
         record(Verdict(e.id, e.category, outcome.success, _reason(outcome)), run.record.turn_texts)
 
-    drive(runs(), backend, finished, parallel=sampling.batch_size)
+    drive(runs(), context.backend, finished, parallel=sampling.batch_size)
 
 
 def _calls_to_play(sample: Sample) -> list[ToolCall]:
@@ -145,8 +142,8 @@ class McpBenchmark(Benchmark):
             "file: measure a model on an MCP server's tasks before training on them.")
     formulas = {"overall": "tasks whose checks all held / tasks, over every task file"}
 
-    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
-                user_simulator: bool = False) -> Prepared:
+    def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
+                ) -> Prepared[McpEntry]:
         assert data_dir is not None
         chosen = split_categories(categories)
         entries = load_entries(data_dir, chosen)
@@ -164,9 +161,3 @@ class McpBenchmark(Benchmark):
         assert data_dir is not None
         entries = load_entries(data_dir, split_categories(categories))
         return answer_policy({}, scripted_policy(entries, controls.template))
-
-    def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
-                 ) -> AceGold:
-        assert data_dir is not None
-        cats = [p.stem for p in task_files(data_dir, split_categories(categories))]
-        return AceGold(cats, [], {}, {c: "MCP tasks are episodes, not single-turn entries" for c in cats})
