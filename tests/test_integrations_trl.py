@@ -23,8 +23,8 @@ import pytest
 
 from tooltune.data.mcp_tasks import task_from_record
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
-from tooltune.environments.mcp_client import close_all
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import close_all
+from tooltune.environments.mcp.data import McpServer
 from tooltune.integrations.trl import (
     environment_class,
     environment_factories,
@@ -36,7 +36,7 @@ from tooltune.schema import Sample, ToolSpec
 
 pytest.importorskip("trl")
 
-NOTES = [sys.executable, "-m", "tooltune.environments.mcp_notes"]
+NOTES = [sys.executable, "-m", "tooltune.environments.mcp.notes"]
 
 
 def _tokenizer(model_dir: Path) -> Any:
