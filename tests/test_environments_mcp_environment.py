@@ -91,6 +91,17 @@ def env_for(sample: Sample, **settings: Any) -> McpEnvironment:
 
 # -- pieces without a server ------------------------------------------------------------------------
 
+def test_environments_built_with_different_settings_each_keep_their_own():
+    quick = make_environment("mcp", {"mcp": McpSettings(call_seconds=1.0, result_chars=100)})
+    patient = make_environment("mcp", {"mcp": McpSettings(call_seconds=20.0, result_chars=500)})
+    default = make_environment("mcp")
+    seconds = [e.settings.call_seconds for e in (quick, patient, default)]
+    assert seconds == [1.0, 20.0, McpSettings().call_seconds]
+    assert quick.step_seconds < default.step_seconds < patient.step_seconds
+    text = "word " * 200
+    assert [len(e._cut(text)) for e in (quick, patient, default)] == [100, 500, len(text)]
+
+
 def test_the_notes_store_keeps_state_and_refuses_what_it_cannot_do():
     s = NotesStore()
     assert s.add("a", "x", ["work", "work"]) == {"saved": "a", "notes": 1}
