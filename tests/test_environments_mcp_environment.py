@@ -100,6 +100,10 @@ def test_environments_built_with_different_settings_each_keep_their_own():
     assert quick.step_seconds < default.step_seconds < patient.step_seconds
     text = "word " * 200
     assert [len(e._cut(text)) for e in (quick, patient, default)] == [100, 500, len(text)]
+    given = McpSettings(call_seconds=5.0)
+    built = make_environment("mcp", {"mcp": given})
+    given.call_seconds = 50.0  # the caller's config object changes after the build
+    assert built.settings.call_seconds == 5.0
 
 
 def test_the_notes_store_keeps_state_and_refuses_what_it_cannot_do():

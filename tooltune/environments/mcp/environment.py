@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooltune.config import option
@@ -144,7 +144,8 @@ class McpEnvironment(Environment):
 
     def __init__(self, settings: McpSettings | None = None) -> None:
         super().__init__()
-        self.settings = settings or McpSettings()
+        # a copy: the caller's settings (a config section) may change later, this environment keeps its own
+        self.settings = replace(settings) if settings is not None else McpSettings()
         self.step_seconds = self.settings.call_seconds + PROBE_SECONDS + 5.0
         self._lease = _Lease()
         self._finalizer = weakref.finalize(self, self._lease.release)
