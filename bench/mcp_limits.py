@@ -40,8 +40,8 @@ MB = 1_000_000
 
 RESULT_CHILD = """
 import json, sys, time, tracemalloc
-from tooltune.environments.mcp_client import McpConnection
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import McpConnection
+from tooltune.environments.mcp.data import McpServer
 
 def status(key):
     for line in open("/proc/self/status"):
@@ -143,8 +143,8 @@ def results(skip_sdk: bool) -> None:
 def side_by_side() -> None:
     from tooltune.data.mcp_tasks import task_from_record
     from tooltune.environments.mcp import McpEnvironment
-    from tooltune.environments.mcp_client import McpConnection, close_all
-    from tooltune.environments.mcp_data import McpServer
+    from tooltune.environments.mcp.client import McpConnection, close_all
+    from tooltune.environments.mcp.data import McpServer
     from tooltune.generation import (
         EpisodeConfig,
         EpisodeRun,
@@ -187,8 +187,8 @@ def side_by_side() -> None:
 EXIT_CHILD = """
 import json, sys
 import psutil
-from tooltune.environments.mcp_client import McpConnection
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import McpConnection
+from tooltune.environments.mcp.data import McpServer
 path = sys.argv[2]
 conn = McpConnection(McpServer.parse(json.loads(sys.argv[1]))).start()
 conn.call("echo", {"text": "hi"})
@@ -235,8 +235,8 @@ def processes() -> None:
 def errors() -> None:
     import logging
 
-    from tooltune.environments.mcp_client import McpConnection, McpUnavailable
-    from tooltune.environments.mcp_data import McpServer
+    from tooltune.environments.mcp.client import McpConnection, McpUnavailable
+    from tooltune.environments.mcp.data import McpServer
 
     print("4. one-line errors")
     logging.disable(logging.WARNING)

@@ -351,7 +351,7 @@ def test_verl_export_into_a_folder_writes_a_parquet_file_named_after_the_input(t
     assert "with several --input files give the parquet file's name" in _one_line(capsys)
 
 
-MCP_NOTES = f"{sys.executable} -m tooltune.environments.mcp_notes"
+MCP_NOTES = f"{sys.executable} -m tooltune.environments.mcp.notes"
 
 
 def test_tasks_mcp_checks_a_task_file_against_the_live_server(tmp_path: Path, capsys):
@@ -397,7 +397,7 @@ def test_tasks_mcp_checks_a_task_file_against_the_live_server(tmp_path: Path, ca
     assert "reset_notes" in tasks[0].tool_names and "reset_notes" not in tasks[1].tool_names
     add_spec = next(t for t in tasks[0].tools if t.name == "add_note")
     assert add_spec.required == ["title", "text"]  # the server's own schema
-    assert read_task(tasks[1].meta["env"]).server.command[-1] == "tooltune.environments.mcp_notes"
+    assert read_task(tasks[1].meta["env"]).server.command[-1] == "tooltune.environments.mcp.notes"
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps(lines[0]) + "\n")
     assert run_cli(["data", "tasks", "mcp", "--server", MCP_NOTES, "--tasks", good]) == 0

@@ -1,10 +1,12 @@
 """The schema check every environment runs before a call: JSON types (a list of types, null, booleans
-kept apart from numbers) and enums, at the schema's top level."""
+kept apart from numbers) and enums, at the schema's top level; the registry's error for an unknown name."""
 
 from __future__ import annotations
 
 import pytest
 
+from tooltune.config import UnknownName
+from tooltune.environments import make_environment
 from tooltune.environments.base import check_arguments
 from tooltune.schema import ToolCall, ToolSpec
 
@@ -26,3 +28,11 @@ def test_values_of_a_declared_type_pass(arguments: dict) -> None:
 ])
 def test_values_outside_the_schema_are_refused_naming_why(arguments: dict, why: str) -> None:
     assert why in (check_arguments(ToolCall("f", arguments), SPEC) or "")
+
+
+def test_an_unknown_environment_is_refused_naming_the_closest() -> None:
+    with pytest.raises(UnknownName, match=r"^environment: unknown environment 'mpc' \(did you mean mcp\?\); "
+                                          r"registered: acebench, bfcl, mcp, synthetic_chain$"):
+        make_environment("mpc")
+    with pytest.raises(ValueError):  # what callers written against the former ValueError catch
+        make_environment("mpc")

@@ -1,4 +1,4 @@
-"""`mcp_schema`: why a tool's input schema is refused (dangling $ref, non-object, too deep, backtracking
+"""`mcp.schema`: why a tool's input schema is refused (dangling $ref, non-object, too deep, backtracking
 pattern), checks that never run a server's regular expression, and calls validated without it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tooltune.environments.mcp_schema import pattern_problem, schema_problem, tool_problem, validator
+from tooltune.environments.mcp.schema import pattern_problem, schema_problem, tool_problem, validator
 
 
 def _deep(levels: int) -> dict:
@@ -57,7 +57,7 @@ def test_a_backtracking_pattern_cannot_stall_a_call_check():
     backtracking when run) is checked at once, in a subprocess so that a regression cannot hang the
     suite."""
     schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
-    script = ("import json, sys; from tooltune.environments.mcp_schema import validator; "
+    script = ("import json, sys; from tooltune.environments.mcp.schema import validator; "
               f"v = validator({json.dumps(json.dumps(schema))}); "
               "print(len(list(v.iter_errors({'code': 'a' * 40 + '!'}))), "
               "len(list(v.iter_errors({'code': 3}))))")
@@ -68,7 +68,7 @@ def test_a_backtracking_pattern_cannot_stall_a_call_check():
 
 
 def test_a_call_check_never_raises_on_a_schema_it_cannot_apply():
-    from tooltune.environments.mcp_task import check_call
+    from tooltune.environments.mcp.task import check_call
     from tooltune.schema import ToolCall, ToolSpec
 
     dangling = ToolSpec("t", "", {"type": "object", "properties": {"a": {"$ref": "#/$defs/gone"}}})

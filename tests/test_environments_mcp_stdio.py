@@ -23,13 +23,13 @@ import pytest
 pytest.importorskip("mcp")
 psutil = pytest.importorskip("psutil")
 
-from test_environments_mcp import wait_for  # noqa: E402
+from test_environments_mcp_environment import wait_for  # noqa: E402
 
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
-from tooltune.environments import mcp_schema  # noqa: E402
 from tooltune.environments.mcp import McpEnvironment, McpSettings  # noqa: E402
-from tooltune.environments.mcp_client import McpConnection, McpUnavailable, close_all  # noqa: E402
-from tooltune.environments.mcp_data import McpServer  # noqa: E402
+from tooltune.environments.mcp import schema as mcp_schema  # noqa: E402
+from tooltune.environments.mcp.client import McpConnection, McpUnavailable, close_all  # noqa: E402
+from tooltune.environments.mcp.data import McpServer  # noqa: E402
 from tooltune.generation import (  # noqa: E402
     EpisodeConfig,
     EpisodeRun,
@@ -226,8 +226,8 @@ def test_the_calls_of_mcp_episodes_run_side_by_side_within_the_server_limit():
 EXIT_SCRIPT = """
 import json, sys, threading
 import psutil
-from tooltune.environments.mcp_client import McpConnection
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import McpConnection
+from tooltune.environments.mcp.data import McpServer
 path = sys.argv[1]
 conn = McpConnection(McpServer.parse({hostile!r} + ["--mode", "helper"])).start()
 conn.call("echo", {{"text": "hi"}})

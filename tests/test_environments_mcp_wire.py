@@ -1,4 +1,4 @@
-"""`mcp_wire`: a server's bytes split into messages in linear time with at most the cap in memory, a
+"""`mcp.wire`: a server's bytes split into messages in linear time with at most the cap in memory, a
 message over the cap cut into a result that notes its full size, text that is not MCP recorded with its
 first bytes, and bad tools left out of a tools/list answer."""
 
@@ -10,9 +10,9 @@ import tracemalloc
 
 import pytest
 
-from tooltune.environments import mcp_schema
-from tooltune.environments.mcp_data import CUT_KEY
-from tooltune.environments.mcp_wire import MessageCutter, Oversized, Wire
+from tooltune.environments.mcp import schema as mcp_schema
+from tooltune.environments.mcp.data import CUT_KEY
+from tooltune.environments.mcp.wire import MessageCutter, Oversized, Wire
 
 CAP = 256 * 1024
 

@@ -13,8 +13,8 @@ pytest.importorskip("mcp")
 
 from tooltune.cli import main  # noqa: E402
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
-from tooltune.environments.mcp_client import POOL, McpConnection, close_all  # noqa: E402
-from tooltune.environments.mcp_data import McpServer  # noqa: E402
+from tooltune.environments.mcp.client import POOL, McpConnection, close_all  # noqa: E402
+from tooltune.environments.mcp.data import McpServer  # noqa: E402
 from tooltune.evaluation.benchmark import BENCHMARKS, MissingCapability, ProvidesAceGold  # noqa: E402
 from tooltune.evaluation.protocol import Controls  # noqa: E402
 from tooltune.evaluation.r2if_ace import ace_set  # noqa: E402
@@ -24,7 +24,7 @@ from tooltune.generation import Sampling, ScriptedBackend  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
 
-SERVER = McpServer.parse([sys.executable, "-m", "tooltune.environments.mcp_notes"])
+SERVER = McpServer.parse([sys.executable, "-m", "tooltune.environments.mcp.notes"])
 ADD = {"name": "add_note", "arguments": {"title": "groceries", "text": "milk"}}
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from tooltune.data.mcp_tasks import task_from_record
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
-from tooltune.environments.mcp_client import McpConnection, close_all
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import McpConnection, close_all
+from tooltune.environments.mcp.data import McpServer
 from tooltune.integrations.sessions import ToolSessions, outcome_score
 from tooltune.integrations.verl_config import OUTCOME_FIELD, agentic_fields
 from tooltune.schema import Sample
@@ -93,7 +93,7 @@ def test_direct_episodes_on_bfcl_are_judged_by_score_and_ended_by_close():
 
 def test_an_mcp_trajectory_is_judged_at_the_end_only():
     pytest.importorskip("mcp")
-    server = McpServer.parse([sys.executable, "-m", "tooltune.environments.mcp_notes"])
+    server = McpServer.parse([sys.executable, "-m", "tooltune.environments.mcp.notes"])
     conn = McpConnection(server).start()
     try:
         tools = conn.list_tools()

@@ -23,8 +23,9 @@ import pytest
 
 from tooltune.data.mcp_tasks import task_from_record
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
-from tooltune.environments.mcp_client import close_all
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp.client import close_all
+from tooltune.environments.mcp.data import McpServer
+from tooltune.environments.mcp.environment import McpSettings
 from tooltune.integrations.trl import (
     environment_class,
     environment_factories,
@@ -36,7 +37,7 @@ from tooltune.schema import Sample, ToolSpec
 
 pytest.importorskip("trl")
 
-NOTES = [sys.executable, "-m", "tooltune.environments.mcp_notes"]
+NOTES = [sys.executable, "-m", "tooltune.environments.mcp.notes"]
 
 
 def _tokenizer(model_dir: Path) -> Any:
@@ -191,3 +192,9 @@ def test_final_answer_reward_judges_with_the_last_assistant_text():
         close_all()
     with pytest.raises(ValueError, match="choose one of"):
         environment_class("synthetic_chain", [], reward="sometimes")
+
+
+def test_generated_classes_build_their_environments_with_the_settings_they_were_given():
+    patient = environment_class("mcp", [], settings={"mcp": McpSettings(call_seconds=3.0)})
+    assert patient()._environment.settings.call_seconds == 3.0
+    assert environment_class("mcp", [])()._environment.settings == McpSettings()

@@ -409,3 +409,20 @@ def test_the_training_docs_list_every_mcp_key_with_its_default() -> None:
         shown = json.dumps(default) if isinstance(default, str) else str(default)
         assert listed[name].strip() == shown, name
     assert load_config(None, {"mcp.call_seconds": 30}).mcp.call_seconds == 30.0  # a key of `tooltune train`
+
+
+def test_an_unknown_agentic_environment_names_the_key_and_the_closest() -> None:
+    from tooltune.config import UnknownName
+
+    over = {"agentic.enabled": True, "agentic.environment": "bfc", "reward.components": {"outcome": 1.0}}
+    why = r"^agentic.environment: unknown environment 'bfc' \(did you mean bfcl\?\)"
+    with pytest.raises(UnknownName, match=why):
+        load_config(None, over)
+
+
+def test_the_mcp_section_is_what_the_mcp_environment_is_built_with() -> None:
+    from tooltune.environments import make_environment
+
+    cfg = load_config(None, {"mcp.call_seconds": 30, "mcp.result_chars": 300})
+    env = make_environment("mcp", cfg.environment_settings())
+    assert (env.settings.call_seconds, env.settings.result_chars) == (30.0, 300)

@@ -214,8 +214,7 @@ def _mcp_tasks(args: argparse.Namespace) -> int:
     """`data tasks mcp`: every line of --tasks checked against the live server's tools; the rejected ones
     printed as FILE:LINE: reason (exit status 1 when there are any), the accepted ones written to --out."""
     from tooltune.data.mcp_tasks import check_task_file
-    from tooltune.environments.mcp_client import McpUnavailable
-    from tooltune.environments.mcp_data import McpServer
+    from tooltune.environments.mcp import McpServer, McpUnavailable
     from tooltune.schema import write_jsonl
 
     settings = config_mechanism.load(McpSettings, overrides=config_mechanism.given_overrides(args, "mcp"))

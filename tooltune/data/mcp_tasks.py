@@ -26,9 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.environments.base import check_literals, spec_by_name
-from tooltune.environments.mcp import ENVIRONMENT, McpSettings, check_call, read_task
-from tooltune.environments.mcp_client import McpConnection
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp import (
+    ENVIRONMENT,
+    McpConnection,
+    McpServer,
+    McpSettings,
+    check_call,
+    read_task,
+)
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec, calls_from_any, decode_line, loads_record
 
 SHORT_FIELDS = ("id", "prompt", "messages", "tools", "answer", "reset", "prepare", "setup", "check")

@@ -19,17 +19,21 @@ Contract (every environment in `tooltune.environments` follows it):
   asks for them). It returns an `Outcome` with ``success`` and a score in [0, 1].
 
 Adding an environment: write one module with a subclass of `Environment` and register it with
-`register_environment` (see `tooltune.environments.synthetic` for a complete small example).
+`register_environment` (see `tooltune.environments.synthetic` for a complete small example). The
+registry, `ENVIRONMENTS`, is a `tooltune.config.Registry`. An environment with settings of its own (the
+`mcp` environment's `McpSettings`) takes them as its constructor's one argument: whoever builds it
+passes them, by environment name, to `make_environment`.
 """
 
 from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from tooltune.config import Registry
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.matching import call_key
 from tooltune.schema import Sample, ToolCall, ToolSpec
@@ -136,25 +140,30 @@ class Environment(ABC):
         """Judge the state reached (and the final answer text, for tasks that require facts in it)."""
 
 
-EnvironmentFactory = Callable[[], Environment]
+EnvironmentFactory = Callable[..., Environment]
+"""Builds a fresh environment: called with no argument, or with the environment's own settings object
+(`make_environment`'s ``settings``)."""
 
-ENVIRONMENTS: dict[str, EnvironmentFactory] = {}
+EnvironmentSettings = Mapping[str, Any]
+"""Settings objects by environment name (``{"mcp": McpSettings(...)}``): what `make_environment` passes
+to the factory of that name; an environment without an entry is built with its defaults."""
+
+ENVIRONMENTS: Registry[EnvironmentFactory] = Registry("environment")
 """Every registered environment by name."""
 
 
 def register_environment(name: str, factory: EnvironmentFactory) -> None:
-    """Register `factory` (a class or a zero-argument callable) under `name`."""
-    if name in ENVIRONMENTS and ENVIRONMENTS[name] is not factory:
-        raise ValueError(f"environment {name!r} is already registered")
-    ENVIRONMENTS[name] = factory
+    """Register `factory` (a class, or a callable taking no argument or the environment's settings)
+    under `name`."""
+    ENVIRONMENTS.add(name, factory)
 
 
-def make_environment(name: str) -> Environment:
-    """A fresh environment registered as `name`; ValueError names the known ones."""
-    try:
-        return ENVIRONMENTS[name]()
-    except KeyError:
-        raise ValueError(f"unknown environment {name!r}; known: {sorted(ENVIRONMENTS)}") from None
+def make_environment(name: str, settings: EnvironmentSettings | None = None) -> Environment:
+    """A fresh environment registered as `name`, built with ``settings[name]`` when there is one;
+    an unknown name is `UnknownName`, which suggests the closest registered names."""
+    factory = ENVIRONMENTS[name]
+    own = (settings or {}).get(name)
+    return factory() if own is None else factory(own)
 
 
 def environment_of(task: Sample) -> str:

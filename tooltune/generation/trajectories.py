@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tooltune.environments import Environment, environment_of, make_environment
+from tooltune.environments import Environment, EnvironmentSettings, environment_of, make_environment
 from tooltune.generation.backends import HFBackend
 from tooltune.generation.episodes import (
     CALLS_ONLY,
@@ -143,11 +143,13 @@ def run_episodes(
     return eps
 
 
-def reset_environments(tasks: Sequence[Sample], environment: str = "") -> list[Environment]:
-    """A fresh environment per task (`environment`, else the one each task names), reset to it."""
+def reset_environments(tasks: Sequence[Sample], environment: str = "",
+                       settings: EnvironmentSettings | None = None) -> list[Environment]:
+    """A fresh environment per task (`environment`, else the one each task names), built with its
+    `settings` (`make_environment`) and reset to the task."""
     envs = []
     for task in tasks:
-        env = make_environment(environment or environment_of(task))
+        env = make_environment(environment or environment_of(task), settings)
         env.reset(task)
         envs.append(env)
     return envs
@@ -177,13 +179,15 @@ def episode_success(
     max_new_tokens: int = 72,
     batch_size: int = 64,
     environment: str = "",
+    settings: EnvironmentSettings | None = None,
 ) -> dict[str, Any]:
     """Greedy episodes: success rate, mean turns, tool-error share, per-task outcomes, how they ended.
-    Under a template whose tools go to the chat template (``native``) each prompt gets its task's tools."""
+    Under a template whose tools go to the chat template (``native``) each prompt gets its task's tools.
+    `environment` and `settings`: as `reset_environments` takes them."""
     suffix = ToolSuffix(tokenizer)
     tools = [prompt_tools(t, template) for t in tasks]
     prompt_ids = [suffix.encode(p, True, t) for p, t in zip(prompts, tools, strict=True)]
-    envs = reset_environments(tasks, environment)
+    envs = reset_environments(tasks, environment, settings)
     backend = HFBackend(model=model, tokenizer=tokenizer, batch_size=batch_size, name="episodes")
 
     def generate(contexts: list[list[int]]) -> tuple[list[list[int]], None]:

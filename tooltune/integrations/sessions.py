@@ -27,7 +27,7 @@ import logging
 import weakref
 from typing import Any
 
-from tooltune.environments import Environment, environment_of, make_environment
+from tooltune.environments import Environment, EnvironmentSettings, environment_of, make_environment
 from tooltune.environments.base import ToolResult, error_result
 from tooltune.integrations.trl import load_task
 from tooltune.integrations.verl_config import OUTCOME_FIELD, SESSION_KEY
@@ -39,11 +39,12 @@ JUDGED_AT_THE_END = frozenset({"mcp"})
 """Environments whose outcome check ends the episode: never judged between steps."""
 
 
-def start_environment(task_value: Any) -> Environment | str:
-    """A fresh environment on `task_value` (a task's JSON line or object), or why there is none."""
+def start_environment(task_value: Any, settings: EnvironmentSettings | None = None) -> Environment | str:
+    """A fresh environment on `task_value` (a task's JSON line or object), built with `settings`
+    (`make_environment`), or why there is none."""
     try:
         task = load_task(task_value)
-        env = make_environment(environment_of(task))
+        env = make_environment(environment_of(task), settings)
         env.reset(task)
     except Exception as e:  # a task that cannot start (bad JSON, a dead server) fails the episode
         return f"the row's task did not load: {e}"
@@ -67,9 +68,11 @@ def judge(env: Environment) -> float:
 
 
 class ToolSessions:
-    """The environments of running trajectories and directly driven episodes (module docstring)."""
+    """The environments of running trajectories and directly driven episodes (module docstring), built
+    with `settings` (`make_environment`; default: each environment's own defaults)."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: EnvironmentSettings | None = None) -> None:
+        self.settings = settings
         self._trajectories: weakref.WeakKeyDictionary[Any, Environment | str] = weakref.WeakKeyDictionary()
         self._episodes: dict[str, Environment | str] = {}
         self._tasks: dict[str, Any] = {}
@@ -96,7 +99,8 @@ class ToolSessions:
         found = self._episodes.get(instance_id)
         if found is None:
             task = self._tasks.get(instance_id)
-            found = start_environment(task) if task is not None else f"no task: {instance_id!r} names none"
+            found = (start_environment(task, self.settings) if task is not None
+                     else f"no task: {instance_id!r} names none")
             self._episodes[instance_id] = found
         return found
 
@@ -105,7 +109,7 @@ class ToolSessions:
         task = task if task is not None else self._tasks.get(instance_id)
         if task is None:
             return f"no task: the row's extra_info.tools_kwargs has no {SESSION_KEY!r} entry"
-        return start_environment(task)
+        return start_environment(task, self.settings)
 
     def call(self, tool: str, instance_id: str, parameters: Any, agent_data: Any = None) -> ToolResult:
         """Run one call of `tool` in its episode; record the outcome on `agent_data` (module docstring)."""

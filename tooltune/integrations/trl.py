@@ -34,11 +34,17 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from tooltune.environments import Environment, TaskError, environment_of, make_environment
+from tooltune.environments import (
+    ENVIRONMENTS,
+    Environment,
+    EnvironmentSettings,
+    TaskError,
+    environment_of,
+    make_environment,
+)
 from tooltune.environments.base import error_result
-from tooltune.environments.mcp import McpSettings
-from tooltune.environments.mcp_client import McpConnection
-from tooltune.environments.mcp_data import McpServer
+from tooltune.environments.mcp import ENVIRONMENT as MCP_ENVIRONMENT
+from tooltune.environments.mcp import McpConnection, McpServer, McpSettings
 from tooltune.integrations.signatures import PythonTool, python_tools
 from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
 
@@ -68,13 +74,15 @@ class TRLEnvironment:
     Public methods are tools to TRL, so everything that is not a tool is private here."""
 
     environment_name: ClassVar[str] = ""
+    environment_settings: ClassVar[EnvironmentSettings | None] = None
+    """The settings each instance's environment is built with (`make_environment`)."""
     tool_methods: ClassVar[dict[str, PythonTool]] = {}
     """Method name -> the tool it calls (with its parameter mapping)."""
     tool_specs: ClassVar[list[ToolSpec]] = []
     """The tools the methods were generated from."""
 
     def __init__(self) -> None:
-        self._environment: Environment = make_environment(self.environment_name)
+        self._environment: Environment = make_environment(self.environment_name, self.environment_settings)
         self._task: Sample | None = None
         self._problem = "reset() was not called"
         self.last_outcome: Any = None
@@ -167,16 +175,18 @@ def _method(tool: PythonTool) -> Callable[..., str]:
 
 
 def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: str | None = None,
-                      reward: str = "get_reward") -> type:
+                      reward: str = "get_reward", settings: EnvironmentSettings | None = None) -> type:
     """A TRL environment class for the registered environment `environment` whose methods are `tools`
-    (the first spec of a name wins), rewarded as `reward` says (`REWARDS`). ValueError when `environment`
-    is not registered or `reward` is unknown."""
-    make_environment(environment)  # the ValueError naming the known ones, before TRL probes the class
+    (the first spec of a name wins), rewarded as `reward` says (`REWARDS`); its instances build their
+    environment with `settings` (`make_environment`). ValueError when `environment` is not registered
+    (`UnknownName`, naming the closest) or `reward` is unknown."""
+    ENVIRONMENTS.get(environment)  # an unknown name refused before TRL probes the class
     if reward not in REWARDS:
         raise ValueError(f"reward {reward!r}: choose one of {sorted(REWARDS)}")
     unique = list({t.name: t for t in reversed(list(tools))}.values())[::-1]
     methods = python_tools(unique)
-    body: dict[str, Any] = {"environment_name": environment, "tool_methods": {m.method: m for m in methods},
+    body: dict[str, Any] = {"environment_name": environment, "environment_settings": settings,
+                            "tool_methods": {m.method: m for m in methods},
                             "tool_specs": unique,
                             "__doc__": f"The {environment!r} tooltune environment as a TRL environment."}
     body.update({m.method: _method(m) for m in methods})
@@ -195,10 +205,12 @@ def _tools_by_environment(tasks: Sequence[Sample]) -> dict[str, list[ToolSpec]]:
     return grouped
 
 
-def environment_factories(tasks: Sequence[Sample], reward: str = "get_reward") -> dict[str, type]:
+def environment_factories(tasks: Sequence[Sample], reward: str = "get_reward",
+                          settings: EnvironmentSettings | None = None) -> dict[str, type]:
     """TRL's dict form for `tasks`: one class per environment name, its methods the union of its tasks'
-    tools (a task's own tools are the only ones it accepts). TaskError names a task without one."""
-    return {name: environment_class(name, tools, reward=reward)
+    tools (a task's own tools are the only ones it accepts), its environments built with `settings`.
+    TaskError names a task without one."""
+    return {name: environment_class(name, tools, reward=reward, settings=settings)
             for name, tools in _tools_by_environment(tasks).items()}
 
 
@@ -219,14 +231,15 @@ def mcp_environment_class(
 ) -> type:
     """A TRL environment class of the ``mcp`` environment whose methods are the tools `server` lists (a
     command line, argv list, URL or `McpServer`), but those in `exclude` (a reset tool, say). The server
-    is started once to list them. `settings`: `McpSettings` for the start and call deadlines."""
+    is started once to list them (under the start and call deadlines of `settings`). The class's
+    environments run under `settings` (default: `McpSettings()`)."""
     s = settings or McpSettings()
     conn = McpConnection(McpServer.parse(server), s.start_seconds, s.call_seconds).start()
     try:
         tools = [t for t in conn.list_tools() if t.name not in set(exclude)]
     finally:
         conn.close()
-    return environment_class("mcp", tools, "McpEnvironment", reward)
+    return environment_class(MCP_ENVIRONMENT, tools, "McpEnvironment", reward, {MCP_ENVIRONMENT: s})
 
 
 __all__ = ["ENVIRONMENT_COLUMN", "REWARDS", "TASK_COLUMN", "RewardingTRLEnvironment", "TRLEnvironment",

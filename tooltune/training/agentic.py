@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tooltune.config import ConfigError
-from tooltune.environments import TaskError, environment_of
+from tooltune.environments import EnvironmentSettings, TaskError, environment_of
 from tooltune.generation import (
     Episode,
     ToolSuffix,
@@ -78,16 +78,18 @@ class AgenticRollout:
     Needs the rows of the batch: `ToolTuneGRPOTrainer` keeps them in `tt_batch_inputs` before it
     generates."""
 
-    def __init__(self, template: str, max_turns: int, max_tokens: int, environment: str = "") -> None:
+    def __init__(self, template: str, max_turns: int, max_tokens: int, environment: str = "",
+                 settings: EnvironmentSettings | None = None) -> None:
         self.grammar = grammar_for(template).name
         self.max_turns, self.max_tokens, self.environment = max_turns, max_tokens, environment
+        self.settings = settings
         self._suffix: ToolSuffix | None = None
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
         rows = getattr(trainer, "tt_batch_inputs", None)
         if rows is None or len(rows) != len(prompts):
             raise RuntimeError("agentic rollouts need ToolTuneGRPOTrainer (it passes the batch's rows)")
-        envs = reset_environments([task_from_row(r) for r in rows], self.environment)
+        envs = reset_environments([task_from_row(r) for r in rows], self.environment, self.settings)
         prompt_ids, _, _ = trainer._tokenize_prompts(prompts)  # with the rows' chat-template tools
         if self._suffix is None:
             self._suffix = ToolSuffix(trainer.processing_class, trainer.chat_template_kwargs)
@@ -119,13 +121,14 @@ class EpisodeScorer:
     """Held-out success rate of greedy episodes on training-style rows (`HeldOutEval`'s scorer)."""
 
     def __init__(self, template: str, max_turns: int, max_new_tokens: int, batch_size: int,
-                 environment: str = "") -> None:
+                 environment: str = "", settings: EnvironmentSettings | None = None) -> None:
         self.template, self.max_turns, self.environment = template, max_turns, environment
+        self.settings = settings
         self.max_new_tokens, self.batch_size = max_new_tokens, batch_size
 
     def __call__(self, model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> float:
         result = episode_success(
             model, tokenizer, [r["prompt"] for r in rows], [task_from_row(r) for r in rows], self.template,
-            self.max_turns, self.max_new_tokens, self.batch_size, self.environment,
+            self.max_turns, self.max_new_tokens, self.batch_size, self.environment, self.settings,
         )
         return result["success"]

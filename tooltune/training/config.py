@@ -17,7 +17,8 @@ from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option, section
-from tooltune.environments import ENVIRONMENTS
+from tooltune.environments import ENVIRONMENTS, EnvironmentSettings
+from tooltune.environments.mcp import ENVIRONMENT as MCP_ENVIRONMENT
 from tooltune.environments.mcp import McpSettings
 from tooltune.generation import trajectory_budget
 from tooltune.prompts import PromptControls, system_prompt_text
@@ -357,8 +358,12 @@ class TrainConfig:
                 "set agentic.enabled true (or use the per-step rewards)"
             )
         name = self.agentic.environment
-        if self.agentic.enabled and name and name not in ENVIRONMENTS:
-            raise ConfigError(f"agentic.environment: unknown {name!r}; known: {sorted(ENVIRONMENTS)}")
+        if self.agentic.enabled and name:
+            ENVIRONMENTS.get(name, key="agentic.environment")
+
+    def environment_settings(self) -> EnvironmentSettings:
+        """The settings of the environments that take some, by name (`make_environment`)."""
+        return {MCP_ENVIRONMENT: self.mcp}
 
     def check_files(self) -> TrainConfig:
         """Check that the inputs exist before any work: the data files, then the model."""

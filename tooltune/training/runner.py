@@ -30,7 +30,6 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
-from tooltune.environments.mcp import configure_mcp
 from tooltune.models import load_model_and_tokenizer, load_tokenizer
 from tooltune.prompts import check_history_reasoning, check_tool_support, get_template
 from tooltune.rewards import TRLRewardFunction
@@ -413,11 +412,12 @@ def _grpo_stage(
     template = cfg.reward.template or cfg.data.template
     ag = cfg.agentic
     if ag.enabled:
-        configure_mcp(cfg.mcp)  # defaults of tasks on the mcp environment that name no server
+        settings = cfg.environment_settings()
         agentic = {"rollout_func": AgenticRollout(template, ag.max_turns,
-                                                  ag.budget(cfg.grpo.max_completion_length), ag.environment)}
+                                                  ag.budget(cfg.grpo.max_completion_length), ag.environment,
+                                                  settings)}
         scorer = EpisodeScorer(template, ag.max_turns, cfg.diagnostics.eval_max_new_tokens,
-                               cfg.diagnostics.eval_batch_size, ag.environment)
+                               cfg.diagnostics.eval_batch_size, ag.environment, settings)
     else:
         agentic, scorer = {}, None
     plan = plan_for_run(cfg, model, tok, rows, cpu)  # activation checkpointing from a memory estimate

@@ -17,7 +17,7 @@ bounded in time and depth, whatever the server sent:
 
 `screen_tools` drops the tools with a problem from a tools/list answer, logging one line per tool that
 names it and the reason; the rest of the server stays usable. `validator` is the JSON-Schema validator
-`tooltune.environments.mcp_task.check_call` uses for a call's arguments; it does not assert ``pattern``
+`tooltune.environments.mcp.task.check_call` uses for a call's arguments; it does not assert ``pattern``
 (the server checks its own patterns: no expression a server sent runs on a model's text here).
 """
 

@@ -1,16 +1,16 @@
 """The `mcp` environment: the tools of any Model Context Protocol server as a training environment.
 
-An episode talks to one MCP server through the official `mcp` SDK (`tooltune.environments.mcp_client`;
+An episode talks to one MCP server through the official `mcp` SDK (`tooltune.environments.mcp.client`;
 the SDK is optional and imported when a server is used): the server's tools, listed over the protocol,
 are what a call is checked against; each parsed call the model makes becomes one MCP tool call, and its
 result is the tool message. The outcome is the check the task names.
 
 Task (``meta["env"]``, name ``mcp``):
 
-- ``server``: where the server is (`mcp_data.McpServer.parse`): a command line or argv list, started as a
+- ``server``: where the server is (`data.McpServer.parse`): a command line or argv list, started as a
   subprocess and spoken to over stdio; an ``http://`` / ``https://`` URL of a streamable HTTP endpoint;
   or an object with ``command`` or ``url``, and ``env`` / ``cwd`` for a command. A task without one
-  uses the environment's ``server`` setting (`McpSettings`, `configure_mcp`).
+  uses the environment's ``server`` setting (`McpSettings`).
 - ``reset``: how an episode starts from a clean state. ``"restart"`` (the default for a command): a
   fresh server process per episode, which resets only the state the process holds in memory.
   ``"fresh_dir"``: a fresh process as well, started in a new empty folder of its own (its working
@@ -18,7 +18,7 @@ Task (``meta["env"]``, name ``mcp``):
   (a git repository, a SQLite file); ``prepare``, a command line or argv list, runs in that folder
   before the server starts (``git init -q``) and must exit with status 0.
   ``{"tool": name, "arguments": {...}}``: one server serves episode after episode (idle servers are
-  pooled, `mcp_client.POOL`) and this call resets it before each. ``"none"``: nothing is reset (a
+  pooled, `client.POOL`) and this call resets it before each. ``"none"``: nothing is reset (a
   server whose state does not matter). A URL needs a reset tool or ``"none"``: a remote server cannot
   be restarted. A server whose state lives elsewhere (a database server, a folder named by an
   absolute path in its arguments) is reset by none of the restarts: give it a reset tool.
@@ -29,13 +29,13 @@ Task (``meta["env"]``, name ``mcp``):
   episode, those of the ``ignore`` tools (optional: read-only tools, say) left out, equal these as a
   multiset (`tooltune.matching`: typed values, argument and call order free; a repeated call counts
   twice); ``{"kind": "result", "call": {"name", "arguments"}, "equals": value}``: after the episode this
-  read-only call is made and its value (`mcp_data.result_value`) must equal ``value`` (typed);
+  read-only call is made and its value (`data.result_value`) must equal ``value`` (typed);
   ``{"kind": "answer", "contains": [...]}``: the final answer text contains every string, compared
   case-folded with runs of whitespace as one space.
 
 A step: the name must be a tool the task offers and the server lists; the arguments must be plain JSON
 literals (`check_literals`), name no argument outside the tool's input schema and validate against
-that schema (`mcp_task.check_call`); only then is the call sent, with the per-call timeout
+that schema (`task.check_call`); only then is the call sent, with the per-call timeout
 (``call_seconds``), and the result text is cut to ``result_chars``, noting the full length (a result
 longer than ``message_bytes`` is cut while it is read, before it is all in memory, and the note gives
 its size in bytes). A result the server flags as an error, a protocol error and a call without a
@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tooltune.config import option
@@ -73,7 +73,7 @@ from tooltune.environments.base import (
     register_environment,
     spec_by_name,
 )
-from tooltune.environments.mcp_client import (
+from tooltune.environments.mcp.client import (
     CALL_SECONDS,
     POOL,
     PROBE_SECONDS,
@@ -81,19 +81,22 @@ from tooltune.environments.mcp_client import (
     McpConnection,
     McpUnavailable,
 )
-from tooltune.environments.mcp_task import FRESH_DIR, Check, McpTask, check_call, read_task
-from tooltune.environments.mcp_wire import MESSAGE_BYTES
+from tooltune.environments.mcp.task import FRESH_DIR, Check, McpTask, check_call, read_task
+from tooltune.environments.mcp.wire import MESSAGE_BYTES
 from tooltune.matching import call_differences, values_equal
 from tooltune.schema import Sample, SchemaError, ToolCall
 
-__all__ = ["ENVIRONMENT", "McpEnvironment", "McpSettings", "check_call", "configure_mcp", "read_task"]
+__all__ = ["ENVIRONMENT", "McpEnvironment", "McpSettings"]
 
 ENVIRONMENT = "mcp"
 
 
 @dataclass
 class McpSettings:
-    """Settings of the `mcp` environment (defaults for every task; a task's own ``server`` wins)."""
+    """Settings of the `mcp` environment (defaults for every task; a task's own ``server`` wins).
+
+    Each `McpEnvironment` holds the settings it was built with; whoever builds one passes them (the
+    training config's ``mcp`` section, `make_environment`'s ``settings``, the integrations' classes)."""
 
     server: str = option(
         "", "MCP server of tasks that name none: a command line (started per episode, spoken to over "
@@ -109,15 +112,6 @@ class McpSettings:
                                 "a longer answer to anything else fails that request.", min=4096)
     server_calls: int = option(8, "Tool calls in flight at once per server (command or URL) when the "
                                "episodes of a batch call tools side by side.", min=1)
-
-
-_DEFAULTS = McpSettings()
-
-
-def configure_mcp(settings: McpSettings) -> None:
-    """Make `settings` the defaults of every `mcp` environment built afterwards (`make_environment`)."""
-    global _DEFAULTS
-    _DEFAULTS = settings
 
 
 def normalized(text: str) -> str:
@@ -144,13 +138,14 @@ class _Lease:
 
 
 class McpEnvironment(Environment):
-    """Any MCP server's tools (module docstring). `settings` default to `configure_mcp`'s."""
+    """Any MCP server's tools (module docstring), under `settings` (default: `McpSettings()`)."""
 
     name = ENVIRONMENT
 
     def __init__(self, settings: McpSettings | None = None) -> None:
         super().__init__()
-        self.settings = settings or _DEFAULTS
+        # a copy: the caller's settings (a config section) may change later, this environment keeps its own
+        self.settings = replace(settings) if settings is not None else McpSettings()
         self.step_seconds = self.settings.call_seconds + PROBE_SECONDS + 5.0
         self._lease = _Lease()
         self._finalizer = weakref.finalize(self, self._lease.release)

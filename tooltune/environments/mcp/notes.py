@@ -2,12 +2,12 @@
 
 Run it over stdio (what the `mcp` environment starts for a task whose server is a command)::
 
-    python -m tooltune.environments.mcp_notes
+    python -m tooltune.environments.mcp.notes
 
 or over streamable HTTP on the loopback interface (a task then names its URL,
 ``http://127.0.0.1:8765/mcp``)::
 
-    python -m tooltune.environments.mcp_notes --http --port 8765
+    python -m tooltune.environments.mcp.notes --http --port 8765
 
 Tools (on the official `mcp` SDK's `MCPServer`; each tool's input schema is generated from its
 signature): ``add_note(title, text, tags=[])``, ``get_note(title)``, ``list_notes(tag="")``,
@@ -127,7 +127,7 @@ def build_server(store: NotesStore | None = None) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve the notes store over stdio, or over streamable HTTP on 127.0.0.1 with ``--http``."""
-    parser = argparse.ArgumentParser(prog="python -m tooltune.environments.mcp_notes", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tooltune.environments.mcp.notes", description=__doc__)
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     parser.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (with --http)")
     args = parser.parse_args(argv)

@@ -4,14 +4,14 @@
 writes (the SDK's transport interface), with these properties:
 
 - the server's stdout is read in chunks of up to `CHUNK_BYTES` (through a pipe enlarged to
-  `PIPE_BYTES` where Linux allows) and split into messages by `mcp_wire.MessageCutter`: time linear
-  in the bytes, at most the cap of one message in memory, a message over the cap cut (`mcp_wire.Wire`);
+  `PIPE_BYTES` where Linux allows) and split into messages by `wire.MessageCutter`: time linear
+  in the bytes, at most the cap of one message in memory, a message over the cap cut (`wire.Wire`);
 - text on stdout that is not MCP ends the session at once (`Wire.problem` says what it was);
 - stderr is read to its end and only its last `STDERR_BYTES` kept (`StderrTail`): a server that
   floods it costs neither memory nor disk;
 - the server runs in a session and process group of its own; on Linux it also gets SIGKILL when the
   thread that started it (the connections' loop thread, which lives as long as the process) ends
-  (``prctl(PR_SET_PDEATHSIG)``), and its group is listed with the watchdog (`mcp_reaper.REAPER`);
+  (``prctl(PR_SET_PDEATHSIG)``), and its group is listed with the watchdog (`reaper.REAPER`);
 - on exit the server's stdin is closed, it has `EXIT_SECONDS` to exit, then its group gets SIGTERM and,
   `EXIT_SECONDS` later, SIGKILL; whatever is left of the group (helpers of a server that exited) gets
   SIGTERM and then SIGKILL too. Every wait is bounded.
@@ -34,9 +34,9 @@ try:
 except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
-from tooltune.environments.mcp_data import McpServer
-from tooltune.environments.mcp_reaper import REAPER, signal_group
-from tooltune.environments.mcp_wire import MessageCutter, Wire
+from tooltune.environments.mcp.data import McpServer
+from tooltune.environments.mcp.reaper import REAPER, signal_group
+from tooltune.environments.mcp.wire import MessageCutter, Wire
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
 """An `mcp` task's ``meta["env"]`` read and checked (`read_task`), and a call checked against a tool's
-JSON-Schema input schema (`check_call`); the fields are documented in `tooltune.environments.mcp`."""
+JSON-Schema input schema (`check_call`); the fields are documented in
+`tooltune.environments.mcp.environment`."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.environments.mcp_data import McpServer, parse_argv
-from tooltune.environments.mcp_schema import validator as schema_validator
+from tooltune.environments.mcp.data import McpServer, parse_argv
+from tooltune.environments.mcp.schema import validator as schema_validator
 from tooltune.schema import ToolCall, ToolSpec, calls_from_any
 
 logger = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ CHECK_KINDS = ("calls", "result", "answer")
 
 @dataclass(frozen=True)
 class Check:
-    """One outcome check of a task (the kinds: `tooltune.environments.mcp`)."""
+    """One outcome check of a task (the kinds: `tooltune.environments.mcp.environment`)."""
 
     kind: str
     calls: tuple[ToolCall, ...] = ()

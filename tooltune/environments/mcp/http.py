@@ -2,9 +2,9 @@
 
 The SDK's streamable HTTP client does the protocol (sessions, SSE streams, reconnection); it is given an
 HTTP client (`bounded_http_client`) whose transport passes each response body through a
-`mcp_wire.MessageCutter` before the SDK reads it: a JSON body is one message, an SSE body is split into
+`wire.MessageCutter` before the SDK reads it: a JSON body is one message, an SSE body is split into
 lines and each ``data:`` line is one message. The request that a response answers is read from the
-body the client posted, so a body over the cap becomes the cut result or error `mcp_wire.Wire` writes,
+body the client posted, so a body over the cap becomes the cut result or error `wire.Wire` writes,
 and a body that is not JSON-RPC becomes a JSON-RPC error that says what the server sent. Nothing past
 the cap of one message is held in memory. A JSON body that declares its length (``Content-Length``) is
 not read past the cap: its declared length is the size noted, and the connection is dropped; one
@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from tooltune.environments.mcp_wire import MessageCutter, Oversized, Wire
+from tooltune.environments.mcp.wire import MessageCutter, Oversized, Wire
 
 CHUNK_BYTES = 1 << 16
 """Bytes read from a response at once."""

@@ -1,8 +1,8 @@
 """A synchronous, bounded client of one MCP server, on the official `mcp` SDK (imported when used).
 
-A server (`mcp_data.McpServer`) is a command started as a subprocess and spoken to over its stdin and
-stdout (`mcp_stdio.stdio_transport`), or the URL of a streamable HTTP endpoint (`mcp_http`); both read
-the server's messages through `mcp_wire` (one message held up to ``message_bytes``, a longer one cut,
+A server (`data.McpServer`) is a command started as a subprocess and spoken to over its stdin and
+stdout (`stdio.stdio_transport`), or the URL of a streamable HTTP endpoint (`http`); both read
+the server's messages through `wire` (one message held up to ``message_bytes``, a longer one cut,
 text that is not MCP ending the session at once, tools with bad input schemas left out). `McpConnection`
 is one MCP session with it. The SDK is asynchronous; every connection runs as one task on a background
 event loop thread that the process shares (started at the first connection), and each synchronous
@@ -17,9 +17,9 @@ method waits for it under a deadline of its own, so no server can hang the calle
   use fails at once with `McpUnavailable`, whose message names the server by `McpServer.name` only (it
   becomes a tool message; no command line, folder or stderr in it), while `broken` keeps the full
   reason with the tail of a command server's stderr for the logs;
-- `close()` ends the session and, for a command, the server's whole process group (`mcp_stdio`), every
+- `close()` ends the session and, for a command, the server's whole process group (`stdio`), every
   wait bounded. Connections still open when the interpreter exits are closed then, and a watchdog
-  process ends the groups of servers left when tooltune is killed (`mcp_reaper`);
+  process ends the groups of servers left when tooltune is killed (`reaper`);
 - with ``fresh_dir`` the server runs in a new empty folder of its own (its working directory), made
   before it starts, where the ``prepare`` command runs first, and removed when the session ends: the
   reset of a server that keeps its state in files.
@@ -42,11 +42,11 @@ import tempfile
 import threading
 from typing import Any
 
-from tooltune.environments.mcp_data import McpResult, McpServer, convert_result
-from tooltune.environments.mcp_http import http_transport
-from tooltune.environments.mcp_reaper import REAPER
-from tooltune.environments.mcp_stdio import PrepareFailed, StderrTail, prepare_folder, stdio_transport
-from tooltune.environments.mcp_wire import MESSAGE_BYTES, Wire
+from tooltune.environments.mcp.data import McpResult, McpServer, convert_result
+from tooltune.environments.mcp.http import http_transport
+from tooltune.environments.mcp.reaper import REAPER
+from tooltune.environments.mcp.stdio import PrepareFailed, StderrTail, prepare_folder, stdio_transport
+from tooltune.environments.mcp.wire import MESSAGE_BYTES, Wire
 from tooltune.schema import SchemaError, ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -322,7 +322,7 @@ class McpConnection:
 
     def list_tools(self) -> list[ToolSpec]:
         """The server's tools as `ToolSpec`s (name, description, input schema), every page, listed once per
-        connection; a tool with a bad input schema (`mcp_schema.tool_problem`) is left out with a
+        connection; a tool with a bad input schema (`schema.tool_problem`) is left out with a
         one-line warning naming it and why."""
         if self._tools is None:
             client = self.wait_ready()

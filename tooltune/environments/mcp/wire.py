@@ -9,7 +9,7 @@ first `HEAD_BYTES` and last `TAIL_BYTES` are kept and the rest is counted, not s
 method) and turns each message the server sends into what the SDK's session reads:
 
 - a message within the cap goes on as it is; the answer to a tools/list request first has its bad
-  tools left out (`tooltune.environments.mcp_schema.screen_tools`);
+  tools left out (`tooltune.environments.mcp.schema.screen_tools`);
 - a message over the cap becomes, for a tools/call request, a result whose text is the start of the
   server's text cut there, with ``_meta["tooltune/cut_bytes"]`` giving the full size of the answer
   (the environment notes it in the tool message); for any other request, a JSON-RPC error saying how
@@ -28,8 +28,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.environments.mcp_data import CUT_KEY
-from tooltune.environments.mcp_schema import screen_tools
+from tooltune.environments.mcp.data import CUT_KEY
+from tooltune.environments.mcp.schema import screen_tools
 
 logger = logging.getLogger(__name__)
 

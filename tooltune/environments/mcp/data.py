@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 CUT_KEY = "tooltune/cut_bytes"
-"""The ``_meta`` key of a result cut while it was read (`mcp_wire`): the server's whole answer, in bytes."""
+"""The ``_meta`` key of a result cut while it was read (`wire`): the server's whole answer, in bytes."""
 MAX_VALUE_CHARS = 1_000_000
 """A result text longer than this is not read as JSON for a result check (it stays text)."""
 

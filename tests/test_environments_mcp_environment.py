@@ -1,4 +1,4 @@
-"""The ``mcp`` environment against the project's own stdio MCP server (`tooltune.environments.mcp_notes`):
+"""The ``mcp`` environment against the project's own stdio MCP server (`tooltune.environments.mcp.notes`):
 schema-checked calls, the three outcome checks, a server restarted or reset per episode, a dead, hanging
 or missing server as a failed step with a reason, streamable HTTP, episodes through `evaluate_episodes`
 and agentic GRPO steps, and no server process left behind by any test."""
@@ -24,13 +24,13 @@ psutil = pytest.importorskip("psutil")
 from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
 from tooltune.environments import TaskError, make_environment  # noqa: E402
 from tooltune.environments.mcp import McpEnvironment, McpSettings, check_call, read_task  # noqa: E402
-from tooltune.environments.mcp_client import POOL, McpConnection, close_all  # noqa: E402
-from tooltune.environments.mcp_data import McpServer, result_value  # noqa: E402
-from tooltune.environments.mcp_notes import NotesStore  # noqa: E402
+from tooltune.environments.mcp.client import POOL, McpConnection, close_all  # noqa: E402
+from tooltune.environments.mcp.data import McpServer, result_value  # noqa: E402
+from tooltune.environments.mcp.notes import NotesStore  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.schema import Sample, ToolCall, ToolSpec  # noqa: E402
 
-NOTES = [sys.executable, "-m", "tooltune.environments.mcp_notes"]
+NOTES = [sys.executable, "-m", "tooltune.environments.mcp.notes"]
 SERVER = McpServer.parse(NOTES)
 TEMPLATE = "tool_n1"
 ADD = ToolCall("add_note", {"title": "groceries", "text": "milk"})
@@ -42,7 +42,7 @@ def notes_servers() -> list[Any]:
     out = []
     for p in psutil.Process().children(recursive=True):
         try:
-            if p.status() != psutil.STATUS_ZOMBIE and "mcp_notes" in " ".join(p.cmdline()):
+            if p.status() != psutil.STATUS_ZOMBIE and "mcp.notes" in " ".join(p.cmdline()):
                 out.append(p)
         except psutil.NoSuchProcess:
             pass
@@ -90,6 +90,21 @@ def env_for(sample: Sample, **settings: Any) -> McpEnvironment:
 
 
 # -- pieces without a server ------------------------------------------------------------------------
+
+def test_environments_built_with_different_settings_each_keep_their_own():
+    quick = make_environment("mcp", {"mcp": McpSettings(call_seconds=1.0, result_chars=100)})
+    patient = make_environment("mcp", {"mcp": McpSettings(call_seconds=20.0, result_chars=500)})
+    default = make_environment("mcp")
+    seconds = [e.settings.call_seconds for e in (quick, patient, default)]
+    assert seconds == [1.0, 20.0, McpSettings().call_seconds]
+    assert quick.step_seconds < default.step_seconds < patient.step_seconds
+    text = "word " * 200
+    assert [len(e._cut(text)) for e in (quick, patient, default)] == [100, 500, len(text)]
+    given = McpSettings(call_seconds=5.0)
+    built = make_environment("mcp", {"mcp": given})
+    given.call_seconds = 50.0  # the caller's config object changes after the build
+    assert built.settings.call_seconds == 5.0
+
 
 def test_the_notes_store_keeps_state_and_refuses_what_it_cannot_do():
     s = NotesStore()
@@ -363,7 +378,7 @@ for raw in json.loads({json.dumps([t.to_dict() for t in tasks])!r}):
     env.reset(Sample.from_dict(raw))
     env.step(ToolCall("list_notes", {{}}))
     envs.append(env)  # neither judged nor closed
-servers = [p for p in psutil.Process().children() if "mcp_notes" in " ".join(p.cmdline())]
+servers = [p for p in psutil.Process().children() if "mcp.notes" in " ".join(p.cmdline())]
 servers[0].suspend()  # a server that would outlive its parent: stopped, it never reads the closed stdin
 print(json.dumps([p.pid for p in servers]), flush=True)
 """)
