@@ -34,7 +34,7 @@ from trl.trainer.utils import split_tensor_dict
 
 from tooltune.training.shared_prefix.logps import grouped_logps, shuffle_groups
 from tooltune.training.shared_prefix.packed_attention import use_packed_attention
-from tooltune.training.shared_prefix.support import base_model, model_problem
+from tooltune.training.shared_prefix.support import base_model, checkpointing_active, model_problem
 from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
@@ -92,9 +92,7 @@ class SharedPrefixHooks:
         kv_problem = tt.kv_cache_problem
         if kv_problem is None and not (model is inner or ddp):
             kv_problem = f"the model is wrapped ({type(model).__name__})"
-        if kv_problem is None and torch.is_grad_enabled() and model.training and any(
-            getattr(m, "gradient_checkpointing", False) for m in inner.modules()
-        ):
+        if kv_problem is None and torch.is_grad_enabled() and model.training and checkpointing_active(inner):
             kv_problem = _CHECKPOINTING
         if kv_problem is None:
             why = tt.packed_problem or "no activation checkpointing and no sharding wrapper"
