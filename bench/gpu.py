@@ -142,7 +142,7 @@ def build_model(dims: tuple[int, ...], vocab: int, max_len: int, seed: int) -> A
     from transformers import Qwen2Config, Qwen2ForCausalLM  # deferred: as above
     from trl.trainer.utils import add_fused_lm_head  # deferred: as above
 
-    from tooltune.training.packed_attention import use_packed_attention
+    from tooltune.training.shared_prefix.packed_attention import use_packed_attention
 
     hidden, mlp, layers, heads, kv = dims
     config = Qwen2Config(
@@ -187,8 +187,8 @@ def update_cell(model: Any, batch: dict, path: str, checkpointing: bool, repeats
     """Best seconds and peak memory of `repeats` timed updates after one warm-up, or the error."""
     import torch  # deferred: torch takes seconds to import
 
-    from tooltune.training.packed_attention import NAME
     from tooltune.training.shared_prefix import grouped_logps, ordinary_logps
+    from tooltune.training.shared_prefix.packed_attention import NAME
 
     model.set_attn_implementation("flex_attention" if path == "packed_flex" else NAME)
     if checkpointing:

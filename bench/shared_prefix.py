@@ -91,8 +91,8 @@ def set_checkpointing(model: Any, on: bool) -> None:
 
 def update(model: Any, batch: dict, path: str) -> tuple[float, Any, dict]:
     """Forward + backward of one step's loss; (seconds, detached log-probs, gradients)."""
-    from tooltune.training.packed_attention import NAME, register
     from tooltune.training.shared_prefix import grouped_logps, ordinary_logps
+    from tooltune.training.shared_prefix.packed_attention import NAME, register
 
     register()
     args = [batch[k] for k in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask")]

@@ -117,7 +117,7 @@ def run_trainer(
         timer = StepTimer()
         trainer.add_callback(timer.callback)
         trainer.train()
-    own = getattr(trainer, "tt_own_seconds", 0.0)
+    own = trainer.tooltune.own_seconds if kind != "trl" else 0.0
     return {"steps": timer.times[1:], "updates": timer.updates[1:], "own": own, "total": sum(timer.times)}
 
 

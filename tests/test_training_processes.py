@@ -51,8 +51,9 @@ grpo.ToolTuneGRPOTrainer.__init__ = init
 train(cfg, resume=sys.argv[4] == "1", reward_funcs=[KeyedReward({0, 2, 4, 6}, log=log + ".prompts")],
       train_rows=make_rows(8))
 t = trainer_box["t"]
+kept = t.tooltune.prompt_filter
 with open(log + ".filter", "w") as f:
-    json.dump({"streaks": t.tt_filter.state_dict()["streaks"] if t.tt_filter else None,
+    json.dump({"streaks": kept.state_dict()["streaks"] if kept else None,
                "step": t.state.global_step}, f)
 shutdown_processes()  # what `tooltune train` does after success
 """

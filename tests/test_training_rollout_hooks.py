@@ -109,10 +109,13 @@ def test_two_processes_generate_on_the_group_prefill_path(tiny_model_dir: Path, 
 class FakeTrainer:
     """The attributes of TRL's trainer that the hooks read, set per test."""
 
-    def __init__(self, **over: Any) -> None:
+    def __init__(self, rollout_path: str = "auto", **over: Any) -> None:
         from types import SimpleNamespace
 
-        self.tt_rollout_path, self.use_vllm, self.use_transformers_continuous_batching = "auto", False, False
+        from tooltune.training.trainer_state import ToolTuneState
+
+        self.tooltune = ToolTuneState(rollout_path=rollout_path)
+        self.use_vllm, self.use_transformers_continuous_batching = False, False
         self.min_p, self.repetition_penalty = None, 1.0
         self.is_fsdp_enabled = self.is_deepspeed_enabled = False
         self.args = SimpleNamespace(generation_kwargs=None)
@@ -123,7 +126,7 @@ class FakeTrainer:
 
 @pytest.mark.parametrize("over,reason", [
     ({}, None),
-    ({"tt_rollout_path": "generate"}, "grpo.rollout_path is generate"),
+    ({"rollout_path": "generate"}, "grpo.rollout_path is generate"),
     ({"use_vllm": True}, "vLLM"),
     ({"min_p": 0.1}, "min_p"),
     ({"repetition_penalty": 1.1}, "repetition penalty"),

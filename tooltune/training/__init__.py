@@ -3,7 +3,8 @@
 - `config`: `TrainConfig` (dataclasses with help text), `load_config(path, overrides)`.
 - `runner.train(cfg, resume=...)`: SFT and/or GRPO stages, checkpoints, resume, final model.
 - `grpo.ToolTuneGRPOTrainer`: TRL's GRPOTrainer subclassed at the sampler, reward-gathering and
-  batch-building hooks.
+  batch-building hooks; its own state is one `trainer_state.ToolTuneState` (`trainer.tooltune`).
+- `shared_prefix`: the GRPO update with each group's common prompt computed once (KV-cache or packed path).
 - `selection`: the engine-independent selection rules (efficiency paper Eq. 4-7).
 - `report`: `tooltune report RUN_DIR`; `verl_launch`: verl launch settings; `verl.compute_score`.
 Heavy libraries (torch, trl) are imported by the submodules that need them, not here.

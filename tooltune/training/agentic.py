@@ -75,7 +75,7 @@ def check_task_rows(rows: Sequence[dict[str, Any]], key: str, environment: str =
 class AgenticRollout:
     """TRL `rollout_func`: one episode per prompt row (rows already repeat each prompt n times).
 
-    Needs the rows of the batch: `ToolTuneGRPOTrainer` keeps them in `tt_batch_inputs` before it
+    Needs the rows of the batch: `ToolTuneGRPOTrainer` keeps them in `tooltune.batch_inputs` before it
     generates."""
 
     def __init__(self, template: str, max_turns: int, max_tokens: int, environment: str = "",
@@ -86,7 +86,8 @@ class AgenticRollout:
         self._suffix: ToolSuffix | None = None
 
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
-        rows = getattr(trainer, "tt_batch_inputs", None)
+        state = getattr(trainer, "tooltune", None)
+        rows = state.batch_inputs if state is not None else None
         if rows is None or len(rows) != len(prompts):
             raise RuntimeError("agentic rollouts need ToolTuneGRPOTrainer (it passes the batch's rows)")
         envs = reset_environments([task_from_row(r) for r in rows], self.environment, self.settings)

@@ -18,7 +18,7 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
 - `_tokenize_prompts`: rows that carry chat-template tools (the ``native`` template's ``chat_tools``
   column) render each prompt with its own tools; other rows go through TRL's tokenization.
 - `_get_per_token_logps_and_entropies` / `_prepare_inputs`: the shared-prefix update
-  (`grpo.shared_prefix`, `grpo.shared_prefix_path`, in `tooltune.training.shared_prefix_hooks`).
+  (`grpo.shared_prefix`, `grpo.shared_prefix_path`, in `tooltune.training.shared_prefix.hooks`).
 - `_generate_single_turn`: rollouts that prefill each prompt once (`grpo.rollout_path`, in
   `tooltune.training.rollout_hooks`).
 
@@ -26,7 +26,10 @@ These hooks are private methods of TRL and transformers: `tooltune.training.engi
 the signatures they have in the supported versions, and the trainer refuses other versions at start.
 - `rollout_func` (a constructor argument, not an override): agentic episodes
   (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
-  `tt_batch_inputs` for it.
+  `tooltune.batch_inputs` for it.
+
+tooltune's settings and everything its hooks keep between calls live in one object, `trainer.tooltune`
+(`tooltune.training.trainer_state.ToolTuneState`); TRL's attributes are TRL's.
 
 Advantages after down-sampling (`downsample.advantage`): "kept" (default) recomputes the group mean
 and std over the m kept rollouts, as PODS (Xu et al. 2025) does. Selection is by reward, so the n-way
@@ -50,10 +53,10 @@ from tooltune.prompts import encode_chat, row_tools
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
-from tooltune.training.epochs import EpochRepeatSampler
 from tooltune.training.rollout_hooks import RolloutHooks
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
-from tooltune.training.shared_prefix_hooks import SharedPrefixHooks
+from tooltune.training.shared_prefix.hooks import SharedPrefixHooks
+from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +67,13 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
     Extra keyword arguments: `prompt_filter` (a `PromptFilter` or None), `downsample_m` (rollouts kept
     per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
     `region_fn` (completion ids -> region codes for the entropy split, or None), `shared_prefix` and
-    `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix_hooks`), `rollout_path`
-    ("auto" | "group_prefill" | "generate", `rollout_hooks`). After `train()`,
-    `tt_stop_reason` says why training ended before its planned end (the filter skipped every prompt),
-    or is None.
+    `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix.hooks`), `rollout_path`
+    ("auto" | "group_prefill" | "generate", `rollout_hooks`); they are kept in `tooltune`, a
+    `ToolTuneState`. After `train()`, `tooltune.stop_reason` says why training ended before its planned
+    end (the filter skipped every prompt), or is None.
     """
+
+    tooltune: ToolTuneState
 
     def __init__(
         self,
@@ -84,35 +89,26 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         **kwargs: Any,
     ) -> None:
         check_engine_versions()
-        self.tt_rollout_path = rollout_path
-        self.tt_filter = prompt_filter
-        self.tt_shared_prefix = shared_prefix
-        self.tt_shared_prefix_path = shared_prefix_path
-        self.tt_downsample_m = downsample_m
-        self.tt_drop_zero = drop_zero_variance
-        self.tt_adv_mode = advantage_mode
-        self.tt_region_fn = region_fn
-        self.tt_epoch_state: dict[str, Any] = {
-            "epoch": 0,
-            "indices": None,
-            "epoch_start_step": 0,
-            "epoch_steps": 0,
-            "prompts_skipped": 0,
-        }
-        self._tt_last: tuple[torch.Tensor, list[int]] | None = None
-        self._tt_sampler: EpochRepeatSampler | None = None
-        self._tt_few_warned = False
-        self.tt_stop_reason: str | None = None  # why training ended before its planned end, else None
-        self._tt_gen_time = self._tt_update_acc = self._tt_rollout_acc = 0.0
-        self.tt_own_seconds = 0.0  # time spent in this subclass's own code (the overhead benchmark reads it)
+        # set before TRL's constructor, so that every hook it may call finds it
+        self.tooltune = ToolTuneState(
+            prompt_filter=prompt_filter,
+            downsample_m=downsample_m,
+            drop_zero_variance=drop_zero_variance,
+            advantage_mode=advantage_mode,
+            region_fn=region_fn,
+            shared_prefix=shared_prefix,
+            shared_prefix_path=shared_prefix_path,
+            rollout_path=rollout_path,
+        )
         super().__init__(*args, **kwargs)
         self._tt_check_shared_prefix()
-        m = self.tt_downsample_m
-        self.tt_selecting = (m is not None and m < self.num_generations) or self.tt_drop_zero
-        if self.tt_selecting and self.multi_objective_aggregation != "sum_then_normalize":
+        tt = self.tooltune
+        m = tt.downsample_m
+        tt.selecting = (m is not None and m < self.num_generations) or tt.drop_zero_variance
+        if tt.selecting and self.multi_objective_aggregation != "sum_then_normalize":
             raise ValueError("multi_objective_aggregation: down-sampling supports only 'sum_then_normalize'")
         rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
-        if self.tt_selecting and rows % self.num_generations:
+        if tt.selecting and rows % self.num_generations:
             raise ValueError(
                 f"per-device generation batch ({rows} rows) must hold whole groups of "
                 f"num_generations={self.num_generations} for down-sampling"
@@ -129,16 +125,17 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             prompt_index = self.accelerator.gather(local).tolist()
         else:
             prompt_index = [-1] * rewards_per_func.size(0)
-        self._tt_last = (rewards_per_func, prompt_index)
-        if self.tt_filter is not None and self.model.training:
+        tt = self.tooltune
+        tt.last_rewards = (rewards_per_func, prompt_index)
+        if tt.prompt_filter is not None and self.model.training:
             if prompt_index[0] < 0:
                 raise ValueError(
                     "pre-rollout filtering needs a 'prompt_index' column in the training dataset"
                 )
-            self.tt_filter.update(
+            tt.prompt_filter.update(
                 prompt_index, self._tt_total(rewards_per_func).tolist(), self.num_generations
             )
-        self.tt_own_seconds += time.perf_counter() - t0
+        tt.own_seconds += time.perf_counter() - t0
         return rewards_per_func
 
     def _tt_total(self, rewards_per_func: torch.Tensor) -> torch.Tensor:
@@ -148,13 +145,14 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         return total
 
     def _generate_and_score_completions(self, inputs: list[dict]) -> dict[str, Any]:
+        tt = self.tooltune
         training = self.model.training
-        select = training and self.tt_selecting
+        select = training and tt.selecting
         saved_beta = self.beta
         t0 = time.perf_counter()
         if select:
             self.beta = 0.0  # defer the reference pass until we know which rows survive
-        self.tt_batch_inputs = inputs  # the rows behind the prompts (agentic rollouts read their tasks)
+        tt.batch_inputs = inputs  # the rows behind the prompts (agentic rollouts read their tasks)
         try:
             out = super()._generate_and_score_completions(inputs)
         finally:
@@ -162,36 +160,36 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         if not training:
             return out
         t1 = time.perf_counter()
-        rewards_per_func, _ = self._tt_last
+        rewards_per_func, _ = tt.last_rewards
         total = self._tt_total(rewards_per_func).tolist()
         n = self.num_generations
-        stats = group_stats(total, n, self.tt_filter.max_reward if self.tt_filter else 1.0)
+        stats = group_stats(total, n, tt.prompt_filter.max_reward if tt.prompt_filter else 1.0)
         metrics = self._metrics["train"]
         metrics["tooltune/zero_variance_share"].append(stats.zero_variance)
         metrics["tooltune/all_correct_share"].append(stats.all_correct)
         metrics["tooltune/all_wrong_share"].append(stats.all_wrong)
-        if self.tt_filter is not None:
-            skipped = self.tt_epoch_state["prompts_skipped"]
+        if tt.prompt_filter is not None:
+            skipped = tt.epoch.prompts_skipped
             metrics["tooltune/prompts_skipped_epoch"].append(float(skipped))
             metrics["tooltune/rollouts_saved_epoch"].append(float(skipped * n))
-        if self.tt_region_fn is not None:
-            out["tt_region"] = self.tt_region_fn(out["completion_ids"], out["completion_mask"])
+        if tt.region_fn is not None:
+            out["tt_region"] = tt.region_fn(out["completion_ids"], out["completion_mask"])
         if select:
             out = self._tt_select(out, total, saved_beta)
         metrics["tooltune/rollouts_generated"].append(float(len(total)))
         metrics["tooltune/tokens_trained"].append(float(out["num_items_in_batch"]))
-        self._tt_gen_time += time.perf_counter() - t0
-        self.tt_own_seconds += time.perf_counter() - t1
+        tt.generation_seconds += time.perf_counter() - t0
+        tt.own_seconds += time.perf_counter() - t1
         return out
 
     def _tokenize_prompts(self, prompts: list) -> tuple:
-        """Each conversational prompt with its row's chat-template tools (`row_tools` of `tt_batch_inputs`,
-        the ``native`` template), else the trainer's tools, and the text of tools and users encoded as
-        plain text (`tooltune.prompts.encode_chat`: a tool result that spells ``<|im_end|>`` stays text);
-        TRL's own tokenization for text prompts and prompts with images."""
+        """Each conversational prompt with its row's chat-template tools (`row_tools` of
+        `tooltune.batch_inputs`, the ``native`` template), else the trainer's tools, and the text of tools
+        and users encoded as plain text (`tooltune.prompts.encode_chat`: a tool result that spells
+        ``<|im_end|>`` stays text); TRL's own tokenization for text prompts and prompts with images."""
         if getattr(self, "_is_vlm", False) or not prompts or not is_conversational({"prompt": prompts[0]}):
             return super()._tokenize_prompts(prompts)
-        tools = [row_tools(r) for r in getattr(self, "tt_batch_inputs", None) or ()]
+        tools = [row_tools(r) for r in self.tooltune.batch_inputs or ()]
         if not any(tools):
             tools = [self.tools or None] * len(prompts)
         if len(tools) != len(prompts):
@@ -202,9 +200,9 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         return ids, None, {}
 
     def _tt_select(self, out: dict[str, Any], total: list[float], beta: float) -> dict[str, Any]:
-        n, device = self.num_generations, self.accelerator.device
-        m = self.tt_downsample_m if self.tt_downsample_m is not None else n
-        keep_global = select_rollouts(total, n, m, self.tt_drop_zero)
+        tt, n, device = self.tooltune, self.num_generations, self.accelerator.device
+        m = tt.downsample_m if tt.downsample_m is not None else n
+        keep_global = select_rollouts(total, n, m, tt.drop_zero_variance)
         rows = out["completion_ids"].size(0)
         lo = self.accelerator.process_index * rows
         keep = [i - lo for i in keep_global if lo <= i < lo + rows]
@@ -217,7 +215,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         self._metrics["train"]["tooltune/rollouts_dropped"].append(dropped_rows)
         self._metrics["train"]["tooltune/tokens_saved"].append(saved_tokens)
 
-        if self.tt_adv_mode == "kept":
+        if tt.advantage_mode == "kept":
             group_ids = [i // n for i in keep_global]
             adv_global = group_advantages([total[i] for i in keep_global], group_ids, self.scale_rewards)
             lookup = dict(zip(keep_global, adv_global, strict=True))
@@ -265,25 +263,27 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
     def training_step(self, model: Any, inputs: Any, num_items_in_batch: Any) -> torch.Tensor:
         # Generation happens inside the first micro-step of a generation batch (TRL's _prepare_inputs);
         # subtract it so "update_time" is the forward/backward time of the optimizer step alone.
-        self._tt_gen_time = 0.0
+        tt = self.tooltune
+        tt.generation_seconds = 0.0
         t0 = time.perf_counter()
         loss = super().training_step(model, inputs, num_items_in_batch)
-        self._tt_update_acc += time.perf_counter() - t0 - self._tt_gen_time
-        self._tt_rollout_acc += self._tt_gen_time
+        tt.update_seconds += time.perf_counter() - t0 - tt.generation_seconds
+        tt.rollout_seconds += tt.generation_seconds
         if self._step % self.current_gradient_accumulation_steps == 0:
-            self._metrics["train"]["tooltune/update_time"].append(self._tt_update_acc)
-            self._metrics["train"]["tooltune/rollout_time"].append(self._tt_rollout_acc)
-            self._tt_update_acc = self._tt_rollout_acc = 0.0
+            self._metrics["train"]["tooltune/update_time"].append(tt.update_seconds)
+            self._metrics["train"]["tooltune/rollout_time"].append(tt.rollout_seconds)
+            tt.update_seconds = tt.rollout_seconds = 0.0
         return loss
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-        self._tt_entropies = None
+        tt = self.tooltune
+        tt.entropies = None
         loss = super()._compute_loss(model, inputs)
         t0 = time.perf_counter()
         region = inputs.get("tt_region")
-        if region is not None and self._tt_entropies is not None and self.model.training:
+        if region is not None and tt.entropies is not None and self.model.training:
             mask = inputs["completion_mask"].bool()
-            ent = self._tt_entropies
+            ent = tt.entropies
             sums = torch.stack(
                 [(ent * ((region == code) & mask)).sum() for code in (1, 2)]
                 + [((region == code) & mask).sum().to(ent.dtype) for code in (1, 2)]
@@ -292,5 +292,5 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             for name, tot, cnt in (("reasoning", s[0], s[2]), ("tool_call", s[1], s[3])):
                 if cnt:
                     self._metrics["train"][f"tooltune/entropy_{name}"].append(tot / cnt)
-        self.tt_own_seconds += time.perf_counter() - t0
+        tt.own_seconds += time.perf_counter() - t0
         return loss

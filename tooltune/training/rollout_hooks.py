@@ -26,14 +26,16 @@ from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
 from tooltune.generation.rollout import PrefixCache, Sampling, choose_path, sample
+from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
 
 
 class RolloutHooks:
-    """Mixin for a TRL `GRPOTrainer` subclass with a `tt_rollout_path` attribute (see module docstring)."""
+    """Mixin for a TRL `GRPOTrainer` subclass whose `tooltune` state holds the `rollout_path` setting (see
+    module docstring)."""
 
-    tt_rollout_path: str = "auto"
+    tooltune: ToolTuneState
 
     def _generate_single_turn(
         self, prompt_ids: Any, images: Any, multimodal_fields: Any, num_generations: Any,
@@ -42,12 +44,12 @@ class RolloutHooks:
         mode = "train" if self.model.training else "eval"
         problem = self._tt_rollout_problem(images, multimodal_fields)
         if problem is None:
-            path, why = choose_path(self.accelerator.unwrap_model(self.model), self.tt_rollout_path)
+            path, why = choose_path(self.accelerator.unwrap_model(self.model), self.tooltune.rollout_path)
             problem = None if path == "group_prefill" else why
         self._metrics[mode]["tooltune/rollout_group_prefill"].append(float(problem is None))
         if problem is not None:
             self._tt_log_rollout(f"TRL's generation runs: {problem}", logging.WARNING
-                                 if self.tt_rollout_path != "generate" else logging.INFO)
+                                 if self.tooltune.rollout_path != "generate" else logging.INFO)
             return super()._generate_single_turn(
                 prompt_ids, images, multimodal_fields, num_generations, has_tool_images
             )
@@ -74,7 +76,7 @@ class RolloutHooks:
         """Why this call stays on TRL's generation, or None when `sample` can run it."""
         extra = self.args.generation_kwargs
         checks = (
-            (self.tt_rollout_path == "generate", "grpo.rollout_path is generate"),
+            (self.tooltune.rollout_path == "generate", "grpo.rollout_path is generate"),
             (self.use_vllm, "vLLM generates the rollouts"),
             (self.use_transformers_continuous_batching, "transformers' continuous batching generates them"),
             (images is not None or bool(multimodal_fields), "the prompts carry images or multimodal inputs"),
@@ -90,16 +92,17 @@ class RolloutHooks:
         the weights may have changed since it was filled (another step, or another mode)."""
         if getattr(self, "rollout_func", None) is None:
             return None
+        tt = self.tooltune
         key = (self.state.global_step, self.model.training)
-        if getattr(self, "_tt_episode_key", None) != key:
-            self._tt_episode_key = key
+        if tt.episode_key != key:
+            tt.episode_key = key
             # a batch's episodes at once: one entry per rollout, each its context so far
-            self._tt_episodes = PrefixCache(max_tokens=65536, max_entries=512)
-        return self._tt_episodes
+            tt.episode_cache = PrefixCache(max_tokens=65536, max_entries=512)
+        return tt.episode_cache
 
     def _tt_log_rollout(self, message: str, level: int) -> None:
         """Log once per path and reason which rollout path runs."""
-        seen = self.__dict__.setdefault("_tt_rollout_logged", set())
+        seen = self.tooltune.rollout_logged
         if message not in seen:
             seen.add(message)
             logger.log(level, "grpo.rollout_path: %s", message)

@@ -454,6 +454,6 @@ def _grpo_stage(
         "steps": trainer.state.global_step,
         "resumed_from": ckpt,
         heldout.key.removeprefix("tooltune/"): heldout.history,
-        "filter": trainer.tt_filter.state_dict() if trainer.tt_filter else None,
-        "stopped_early": trainer.tt_stop_reason,
+        "filter": trainer.tooltune.prompt_filter.state_dict() if trainer.tooltune.prompt_filter else None,
+        "stopped_early": trainer.tooltune.stop_reason,
     }

@@ -28,13 +28,14 @@ Where sharing cannot work the ordinary path runs and the reason is logged once p
 occurs twice, a prompt of fewer than 2 columns, cache layers other than plain `DynamicLayer` (sliding
 window, linear or hybrid attention), gradient checkpointing active in training mode (transformers then
 drops the cache inside checkpointed layers), an encoder-decoder model, a prompt-learning PEFT adapter
-(it supplies its own cache), or a model that did not fill the cache as expected (checked after each
-pass). `PrefixLogps.fallback` carries the reason, None when the prompts were shared.
+(it adds virtual tokens), a model class without a standard KV cache, or a model that did not fill the
+cache as expected (checked after each pass); the rules are `support.call_problem`'s.
+`PrefixLogps.fallback` carries the reason, None when the prompts were shared.
 
 `grouped_logps(..., path="packed")` shares the prompts the other way: each group packed into one row of
 one ordinary forward with an attention pattern that keeps the completions apart
-(`tooltune.training.packed_prefix`); no cache crosses the forward, so it runs under gradient
-checkpointing and inside FSDP / DeepSpeed wrappers. Its refusals are `packed_prefix.packed_problem`'s.
+(`tooltune.training.shared_prefix.packed`); no cache crosses the forward, so it runs under gradient
+checkpointing and inside FSDP / DeepSpeed wrappers.
 
 `shuffle_groups` is TRL's row shuffle of a generation batch with each prompt's rows kept adjacent, so
 that the micro-batches of gradient accumulation hold whole groups to share.
@@ -48,18 +49,22 @@ from typing import Any
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
-from tooltune.training.packed_prefix import packed_chunk, packed_problem
+from tooltune.training.shared_prefix.packed import packed_chunk
+from tooltune.training.shared_prefix.support import (
+    PATHS,
+    base_model,
+    call_problem,
+    completion_labels,
+    first_rows,
+    token_logps,
+)
 
 logger = logging.getLogger(__name__)
 
 _LOGGED: set[str] = set()
 
 NO_REPEAT = "no prompt occurs twice in the batch"
-PATHS = ("kv_cache", "packed")
-"""The two ways of sharing a prompt: its KV cache reused by the completions, or each group packed into one
-row of one forward (`tooltune.training.packed_prefix`)."""
 
 
 @dataclass
@@ -80,35 +85,6 @@ def _log_once(reason: str, level: int = logging.WARNING) -> None:
     if reason not in _LOGGED:
         _LOGGED.add(reason)
         logger.log(level, "shared-prefix log-probs: %s; computing the ordinary way", reason)
-
-
-def _inner(model: Any) -> Any:
-    """The module inside a DistributedDataParallel wrapper (the model itself otherwise)."""
-    return model.module if isinstance(model, torch.nn.parallel.DistributedDataParallel) else model
-
-
-def model_problem(model: Any, prompt_columns: int, path: str = "kv_cache") -> str | None:
-    """Why prompts cannot be shared on `path` for this model and prompt width, or None when they can."""
-    if path == "packed":
-        return packed_problem(model, prompt_columns)
-    model = _inner(model)
-    config = getattr(model, "config", None)
-    if config is None:
-        return "the model has no config"
-    if getattr(config, "is_encoder_decoder", False):
-        return "encoder-decoder models are not supported"
-    peft_config = getattr(model, "active_peft_config", None)
-    if peft_config is not None and getattr(peft_config, "is_prompt_learning", False):
-        return "a prompt-learning PEFT adapter supplies its own cache"
-    if prompt_columns < 2:
-        return "prompts of fewer than 2 columns leave nothing to share"
-    if any(getattr(m, "gradient_checkpointing", False) and m.training for m in model.modules()):
-        return "gradient checkpointing drops the KV cache in training mode"
-    layers = DynamicCache(config=config).layers
-    if any(type(layer) is not DynamicLayer for layer in layers):
-        kinds = sorted({type(layer).__name__ for layer in layers})
-        return f"cache layers {kinds} (sliding-window, linear or hybrid attention) are not supported"
-    return None
 
 
 def prompt_groups(prompt_ids: torch.Tensor, prompt_mask: torch.Tensor) -> torch.Tensor:
@@ -145,27 +121,6 @@ def shuffle_groups(batch: dict[str, Any]) -> dict[str, Any]:
     return {key: permute(value) for key, value in batch.items()}
 
 
-def _completion_labels(completion_ids: torch.Tensor, completion_mask: torch.Tensor) -> torch.Tensor:
-    return completion_ids.masked_fill(completion_mask == 0, -100)
-
-
-def _from_logits(
-    logits: torch.Tensor,
-    completion_ids: torch.Tensor,
-    completion_mask: torch.Tensor,
-    temperature: float,
-    return_entropy: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probs (and entropies) of `completion_ids` from the logits that predict them ([B, C, V])."""
-    logp_all = torch.log_softmax(logits / temperature, dim=-1)
-    pad = completion_mask == 0
-    logps = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1).masked_fill(pad, 0.0)
-    entropy = None
-    if return_entropy:
-        entropy = -(logp_all.exp() * logp_all).sum(-1).masked_fill(pad, 0.0)
-    return logps, entropy
-
-
 def ordinary_logps(
     model: Any,
     prompt_ids: torch.Tensor,
@@ -187,7 +142,7 @@ def ordinary_logps(
         entropy = out.entropy[:, -c:] if return_entropy and out.entropy is not None else None
         return out.log_probs[:, -c:], entropy
     logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=c + 1).logits[:, :-1]
-    return _from_logits(logits, completion_ids, completion_mask, temperature, return_entropy)
+    return token_logps(logits, completion_ids, completion_mask, temperature, return_entropy)
 
 
 def _shared_chunk(
@@ -204,13 +159,11 @@ def _shared_chunk(
     """Shared-prompt log-probs of one chunk (`groups`: 0..G-1 per row), or the reason it cannot be done."""
     rows, p = prompt_ids.shape
     c = completion_ids.size(1)
-    n_groups = int(groups.max()) + 1
-    # first row of each group: its prompt stands for the group's
-    firsts = torch.full((n_groups,), rows, dtype=torch.long, device=groups.device)
-    firsts = firsts.scatter_reduce(0, groups, torch.arange(rows, device=groups.device), "amin")
+    firsts = first_rows(groups)
+    n_groups = firsts.numel()
     columns = torch.arange(p + c, device=prompt_ids.device)
 
-    cache = DynamicCache(config=_inner(model).config)
+    cache = DynamicCache(config=base_model(model).config)
     model(
         input_ids=prompt_ids[firsts, :-1],
         attention_mask=prompt_mask[firsts, :-1],
@@ -233,13 +186,13 @@ def _shared_chunk(
     }
     if fused_lm_head:
         ignore = completion_ids.new_full((rows, 1), -100)
-        labels = torch.cat([ignore, _completion_labels(completion_ids, completion_mask)], dim=1)
+        labels = torch.cat([ignore, completion_labels(completion_ids, completion_mask)], dim=1)
         out = model(**kwargs, labels=labels, fused_lm_head=True)
         logps = out.log_probs
         entropy = out.entropy if return_entropy else None
     else:
         logits = model(**kwargs, use_cache=True).logits[:, :-1]
-        logps, entropy = _from_logits(logits, completion_ids, completion_mask, temperature, return_entropy)
+        logps, entropy = token_logps(logits, completion_ids, completion_mask, temperature, return_entropy)
     if cache.get_seq_length() != p + c:
         return f"the completion pass left {cache.get_seq_length()} cached positions, expected {p + c}"
     return logps, entropy, n_groups
@@ -283,7 +236,7 @@ def grouped_logps(
     if path not in PATHS:
         raise ValueError(f"path: one of {PATHS}, got {path!r}")
     rows = prompt_ids.size(0)
-    problem = model_problem(model, prompt_ids.size(1), path) if rows > 1 else NO_REPEAT
+    problem = call_problem(model, prompt_ids.size(1), path) if rows > 1 else NO_REPEAT
     if problem is not None:
         _log_once(problem, logging.INFO if problem == NO_REPEAT else logging.WARNING)
         logps, entropy = ordinary_logps(

@@ -2,7 +2,7 @@
 `AttentionInterface`.
 
 A packed row is [prompt columns 0..P'-1] followed by k segments of S positions (see
-`tooltune.training.packed_prefix`). Its attention pattern has two kinds of blocks:
+`tooltune.training.shared_prefix.packed`). Its attention pattern has two kinds of blocks:
 
 - the prompt attends to itself causally: one sdpa call on the [P', P'] block (`is_causal` when no
   prompt column of the chunk is padding, else a boolean mask);

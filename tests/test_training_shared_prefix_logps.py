@@ -17,7 +17,6 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from tooltune.training import shared_prefix
 from tooltune.training.shared_prefix import (
     NO_REPEAT,
     PrefixLogps,
@@ -26,6 +25,7 @@ from tooltune.training.shared_prefix import (
     prompt_groups,
     shuffle_groups,
 )
+from tooltune.training.shared_prefix import logps as logps_module
 
 ATOL = 1e-5
 GRAD_ATOL, GRAD_RTOL = 1e-5, 1e-4
@@ -40,7 +40,7 @@ def model(tiny_model_dir: Path) -> torch.nn.Module:
 
 @pytest.fixture(autouse=True)
 def fresh_log(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shared_prefix, "_LOGGED", set())
+    monkeypatch.setattr(logps_module, "_LOGGED", set())
 
 
 def make_batch(vocab: int, n: int, prompt_lens=PROMPT_LENS, seed: int = 0) -> dict[str, torch.Tensor]:
@@ -135,7 +135,7 @@ def test_no_shared_prompt_falls_back_and_stays_equal(
 ) -> None:
     batch = make_batch(model.config.vocab_size, n=2, seed=3)
     batch["prompt_ids"][1::2, -1] = (batch["prompt_ids"][1::2, -1] + 1) % model.config.vocab_size
-    with caplog.at_level(logging.INFO, logger=shared_prefix.__name__):
+    with caplog.at_level(logging.INFO, logger=logps_module.__name__):
         out = _compare(model, batch)
         _compare(model, batch)
     assert out.fallback == NO_REPEAT and out.prompt_rows == batch["prompt_ids"].size(0)
@@ -308,7 +308,7 @@ def test_model_class_without_a_kv_cache_takes_the_ordinary_path_with_one_warning
     for shared in (False, True):
         cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{
             "grpo.max_steps": 2, "grpo.learning_rate": 1e-3, "grpo.shared_prefix": shared})
-        hooks = "tooltune.training.shared_prefix_hooks"
+        hooks = "tooltune.training.shared_prefix.hooks"
         with monkeypatch.context() as m, caplog.at_level(logging.WARNING, logger=hooks):
             m.setattr(Qwen2ForCausalLM, "_is_stateful", True)  # a recurrent-state model: no prompt cache
             caplog.clear()
@@ -336,10 +336,10 @@ def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
     """A call with extra model inputs (e.g. token types) takes the ordinary path; the reason is logged
     once however many calls follow."""
     from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from tooltune.training.trainer_state import ToolTuneState
 
     trainer = ToolTuneGRPOTrainer.__new__(ToolTuneGRPOTrainer)  # _tt_shares needs only these attributes
-    trainer.tt_shared_prefix, trainer._tt_prefix_warned = True, set()
-    trainer._tt_kv_problem = trainer._tt_packed_problem = None
+    trainer.tooltune = ToolTuneState(shared_prefix=True)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
 
     class Accelerator:
@@ -349,7 +349,7 @@ def test_shared_prefix_warns_once_per_reason_for_extra_inputs(
 
     trainer.accelerator = Accelerator()
     assert trainer._tt_shares(model, False, {"token_type_ids": None}) == "kv_cache"
-    with caplog.at_level(logging.WARNING, logger="tooltune.training.shared_prefix_hooks"):
+    with caplog.at_level(logging.WARNING, logger="tooltune.training.shared_prefix.hooks"):
         for _ in range(3):
             assert trainer._tt_shares(model, False, {"token_type_ids": torch.zeros(2, 3)}) is None
             assert trainer._tt_shares(model, True, {}) is None

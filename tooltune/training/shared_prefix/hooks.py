@@ -7,7 +7,7 @@
   `tooltune.training.shared_prefix.grouped_logps` (each group's prompt once), equal to TRL's within float
   tolerance, on one of two paths:
   - `kv_cache`: the prompt's KV cache reused by the completions, two model calls per chunk;
-  - `packed`: each group packed into one row of one forward (`tooltune.training.packed_prefix`), which
+  - `packed`: each group packed into one row of one forward (`tooltune.training.shared_prefix.packed`), which
     runs under activation checkpointing, FSDP, DeepSpeed and `ddp_static_graph`, where a cache cannot;
 - `_prepare_inputs`: with gradient accumulation, TRL's shuffle of a generation batch, but keeping each
   prompt's rows adjacent so that every micro-batch holds whole groups.
@@ -20,21 +20,22 @@ add `tooltune/packed_update` (1 when the policy update ran packed). A model runn
 `tooltune_packed` (`packed_attention`: sdpa for every other call, the packed pattern block by block).
 
 Where no path can share (multimodal batches or extra model inputs, an MoE auxiliary loss, a model that
-neither path supports), the ordinary path runs and the reason is logged once.
+neither path supports: `support.model_problem`), the ordinary path runs and the reason is logged once.
+The settings and the decisions live in the trainer's `tooltune` (`ToolTuneState`).
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any
 
 import torch
 from trl.trainer.utils import split_tensor_dict
 
-from tooltune.training.packed_attention import use_packed_attention
-from tooltune.training.packed_prefix import packed_problem
-from tooltune.training.shared_prefix import grouped_logps, shuffle_groups
+from tooltune.training.shared_prefix.logps import grouped_logps, shuffle_groups
+from tooltune.training.shared_prefix.packed_attention import use_packed_attention
+from tooltune.training.shared_prefix.support import base_model, checkpointing_active, model_problem
+from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
 
@@ -43,76 +44,65 @@ _CHECKPOINTING = "activation checkpointing is on in this call (a KV cache cannot
 
 
 class SharedPrefixHooks:
-    """Mixin for a TRL `GRPOTrainer` subclass with `tt_shared_prefix` and `tt_shared_prefix_path`
-    attributes (see module docstring)."""
+    """Mixin for a TRL `GRPOTrainer` subclass whose `tooltune` state holds the `shared_prefix` and
+    `shared_prefix_path` settings (see module docstring)."""
 
-    tt_shared_prefix: bool
-    tt_shared_prefix_path: str = "auto"
+    tooltune: ToolTuneState
 
     def _tt_check_shared_prefix(self) -> None:
         """After TRL's init: decide which paths the run can take; turn sharing off, with one logged reason,
         where none can."""
-        self._tt_prefix_warned: set[str] = set()
-        self._tt_kv_problem: str | None = None
-        self._tt_packed_problem: str | None = None
-        if not self.tt_shared_prefix:
+        tt = self.tooltune
+        if not tt.shared_prefix:
             return
-        base = self.accelerator.unwrap_model(self.model)
-        base = base.get_base_model() if hasattr(base, "get_base_model") else base  # a PEFT model
+        model = self.accelerator.unwrap_model(self.model)
         problem = next((reason for failed, reason in (
             (getattr(self, "_is_vlm", False), "multimodal batches (a processor) are not supported"),
             (getattr(self, "aux_loss_enabled", False), _AUX_LOSS),
         ) if failed), None)
         if problem is not None:
             self._tt_prefix_fallback(problem)
-            self.tt_shared_prefix = False
+            tt.shared_prefix = False
             return
-        cls = type(base)
-        no_cache = (
-            getattr(cls, "_is_stateful", False)
-            or not getattr(cls, "_supports_default_dynamic_cache", lambda: True)()
-            or "past_key_values" not in inspect.signature(base.forward).parameters
-        )
-        self._tt_kv_problem = next((reason for failed, reason in (
-            (no_cache, f"the model class {cls.__name__} has no standard KV cache"),
+        tt.kv_cache_problem = model_problem(model, "kv_cache") or next((reason for failed, reason in (
             (self.is_fsdp_enabled, "FSDP shards the model (a second forward before backward is not allowed)"),
             (self.is_deepspeed_enabled, "DeepSpeed wraps the model (one forward per backward)"),
             (self.args.ddp_static_graph, "ddp_static_graph allows one forward per backward"),
         ) if failed), None)
-        mode = self.tt_shared_prefix_path
+        mode = tt.shared_prefix_path
         if mode != "kv_cache":
-            for model in (base, getattr(self, "ref_model", None)):
-                if model is not None:  # sdpa -> the block-wise packed attention (sdpa for every other call)
-                    use_packed_attention(self.accelerator.unwrap_model(model))
-            self._tt_packed_problem = packed_problem(base, 2)
+            for each in (model, getattr(self, "ref_model", None)):
+                if each is not None:  # sdpa -> the block-wise packed attention (sdpa for every other call)
+                    use_packed_attention(base_model(self.accelerator.unwrap_model(each)))
+            tt.packed_problem = model_problem(model, "packed")
         else:
-            self._tt_packed_problem = "grpo.shared_prefix_path is kv_cache"
+            tt.packed_problem = "grpo.shared_prefix_path is kv_cache"
         if mode == "packed":
-            self._tt_kv_problem = "grpo.shared_prefix_path is packed"
-        if self._tt_kv_problem and self._tt_packed_problem:
-            self._tt_prefix_fallback(f"{self._tt_kv_problem}; {self._tt_packed_problem}")
-            self.tt_shared_prefix = False
+            tt.kv_cache_problem = "grpo.shared_prefix_path is packed"
+        if tt.kv_cache_problem and tt.packed_problem:
+            both = dict.fromkeys((tt.kv_cache_problem, tt.packed_problem))  # a model's refusal once
+            self._tt_prefix_fallback("; ".join(both))
+            tt.shared_prefix = False
 
     def _tt_path(self, model: Any) -> tuple[str | None, str]:
         """(path, why) for one log-prob call: "kv_cache", "packed", or None for the ordinary path."""
+        tt = self.tooltune
         inner = self.accelerator.unwrap_model(model)
         ddp = isinstance(model, torch.nn.parallel.DistributedDataParallel) and model.module is inner
-        kv_problem = self._tt_kv_problem
+        kv_problem = tt.kv_cache_problem
         if kv_problem is None and not (model is inner or ddp):
             kv_problem = f"the model is wrapped ({type(model).__name__})"
-        if kv_problem is None and torch.is_grad_enabled() and model.training and any(
-            getattr(m, "gradient_checkpointing", False) for m in inner.modules()
-        ):
+        if kv_problem is None and torch.is_grad_enabled() and model.training and checkpointing_active(inner):
             kv_problem = _CHECKPOINTING
         if kv_problem is None:
-            why = self._tt_packed_problem or "no activation checkpointing and no sharding wrapper"
+            why = tt.packed_problem or "no activation checkpointing and no sharding wrapper"
             return "kv_cache", why
-        if self._tt_packed_problem is None:
+        if tt.packed_problem is None:
             return "packed", kv_problem
-        return None, f"{kv_problem}; {self._tt_packed_problem}"
+        return None, f"{kv_problem}; {tt.packed_problem}"
 
     def _prepare_inputs(self, generation_batch: Any) -> Any:
-        if not (self.tt_shared_prefix and self.model.training and self.args.steps_per_generation > 1):
+        if not (self.tooltune.shared_prefix and self.model.training and self.args.steps_per_generation > 1):
             return super()._prepare_inputs(generation_batch)
         # TRL's _prepare_inputs for text batches, with a shuffle that keeps each prompt's rows adjacent so
         # that the gradient-accumulation micro-batches hold whole groups
@@ -166,7 +156,7 @@ class SharedPrefixHooks:
                 **extra,
             )
         if compute_entropy and entropies is not None:
-            self._tt_entropies = entropies.detach()
+            self.tooltune.entropies = entropies.detach()
         return logps, entropies, aux
 
     def _tt_shares(
@@ -175,7 +165,7 @@ class SharedPrefixHooks:
         """The shared-prefix path of this call (`_tt_path`), or None for the ordinary path: sharing needs
         text batches (no image or token-type inputs) and no MoE aux loss. Which path runs, and why, is
         logged once per path and reason; a call that cannot share logs its reason once."""
-        if not self.tt_shared_prefix:
+        if not self.tooltune.shared_prefix:
             return None
         extras = [k for k, v in extra.items() if v is not None]
         if compute_aux_loss:
@@ -194,12 +184,12 @@ class SharedPrefixHooks:
 
     def _tt_log_path(self, message: str) -> None:
         """Log once per path and reason which shared-prefix path runs."""
-        if message not in self._tt_prefix_warned:
-            self._tt_prefix_warned.add(message)
+        if message not in self.tooltune.prefix_logged:
+            self.tooltune.prefix_logged.add(message)
             logger.info("grpo.shared_prefix: %s", message)
 
     def _tt_prefix_fallback(self, reason: str) -> None:
         """Log once per reason that the ordinary (unshared) path runs."""
-        if reason not in self._tt_prefix_warned:
-            self._tt_prefix_warned.add(reason)
+        if reason not in self.tooltune.prefix_logged:
+            self.tooltune.prefix_logged.add(reason)
             logger.warning("grpo.shared_prefix: %s; every rollout's prompt runs (the ordinary path)", reason)

@@ -4,7 +4,7 @@ takes the pattern, with LoRA, and in two processes under DDP and FSDP.
 
 The test-size tiny Qwen2 model in float32 (no dropout, so training and eval mode compute the same
 values). Batches mix prompt lengths (left padding) and completion lengths (right padding), from
-tests/test_training_shared_prefix.py. Tolerances are that file's: log-probs and entropies within atol
+tests/test_training_shared_prefix_logps.py. Tolerances are that file's: log-probs and entropies within atol
 1e-5 (seen: under 3e-6), gradients within atol 1e-5 and rtol 1e-4 (seen: under 1e-7), float32 rounding
 of the same sums taken in another order.
 """
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_training_shared_prefix import ATOL, _assert_same_grads, _grads, _inputs, make_batch
+from test_training_shared_prefix_logps import ATOL, _assert_same_grads, _grads, _inputs, make_batch
 from transformers import AutoModelForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-from tooltune.training.packed_attention import NAME, use_packed_attention
-from tooltune.training.packed_prefix import allowed, attention_mask, pack_rows, packed_problem
-from tooltune.training.shared_prefix import grouped_logps, ordinary_logps, prompt_groups
+from tooltune.training.shared_prefix import call_problem, grouped_logps, ordinary_logps, prompt_groups
+from tooltune.training.shared_prefix.packed import allowed, attention_mask, pack_rows
+from tooltune.training.shared_prefix.packed_attention import NAME, use_packed_attention
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -163,7 +163,7 @@ def test_lora_adapter_gradients(tiny_model_dir: Path, checkpointing: bool) -> No
     if checkpointing:
         model.enable_input_require_grads()  # as TRL does for PEFT under checkpointing
     model.train(checkpointing)
-    assert packed_problem(model, 8) is None
+    assert call_problem(model, 8, "packed") is None
     out = compare(model, make_batch(base.config.vocab_size, n=3, seed=5), temperature=0.7)
     assert out.fallback is None and out.prompt_rows == 3
     assert all("lora_" in name for name, p in model.named_parameters() if p.requires_grad)
@@ -186,14 +186,14 @@ def test_flex_attention_values(tiny_model_dir: Path) -> None:
 
 def test_refusals(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = load(tiny_model_dir)
-    assert packed_problem(model, 8) is None
-    assert "fewer than 2 columns" in packed_problem(model, 1)
+    assert call_problem(model, 8, "packed") is None
+    assert "fewer than 2 columns" in call_problem(model, 1, "packed")
     model.config._attn_implementation = "flash_attention_2"  # no arbitrary mask
-    assert "takes no custom mask" in packed_problem(model, 8)
+    assert "takes no custom mask" in call_problem(model, 8, "packed")
     with monkeypatch.context() as m:
         m.setattr(Qwen2ForCausalLM, "_is_stateful", True)
         stateful = load(tiny_model_dir)
-        assert "stateful" in packed_problem(stateful, 8)
+        assert "stateful" in call_problem(stateful, 8, "packed")
         batch = make_batch(stateful.config.vocab_size, n=2, seed=7)
         out = grouped_logps(stateful, *_inputs(batch), path="packed")  # refused: the ordinary path
         assert out.fallback is not None and "stateful" in out.fallback
@@ -202,7 +202,7 @@ def test_refusals(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None
         vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=2, use_sliding_window=True, sliding_window=4, max_window_layers=0,
     )
-    assert "DynamicSlidingWindowLayer" in packed_problem(Qwen2ForCausalLM(sliding), 8)
+    assert "DynamicSlidingWindowLayer" in call_problem(Qwen2ForCausalLM(sliding), 8, "packed")
 
 
 def test_the_packed_attention_is_sdpa_for_every_other_call(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -233,9 +233,9 @@ sys.path[:0] = [sys.argv[2], sys.argv[3]]
 import torch, torch.distributed as dist
 torch.set_num_threads(1)
 from transformers import AutoModelForCausalLM
-from test_training_shared_prefix import make_batch, _inputs
-from tooltune.training.packed_attention import use_packed_attention
+from test_training_shared_prefix_logps import make_batch, _inputs
 from tooltune.training.shared_prefix import grouped_logps
+from tooltune.training.shared_prefix.packed_attention import use_packed_attention
 
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -333,7 +333,7 @@ def test_trainer_with_checkpointing_runs_the_packed_update_and_equals_the_ordina
     for shared in (False, True):
         cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{
             "grpo.max_steps": 1, "grpo.learning_rate": 1e-3, "grpo.beta": 0.01, "grpo.shared_prefix": shared})
-        with caplog.at_level(logging.INFO, logger="tooltune.training.shared_prefix_hooks"):
+        with caplog.at_level(logging.INFO, logger="tooltune.training.shared_prefix.hooks"):
             caplog.clear()
             runs[shared] = runner.train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(8))
             messages = [r.getMessage() for r in caplog.records]

@@ -27,7 +27,8 @@ The pattern reaches the layers through the model's own arguments: transformers' 
 function the model runs (its `config._attn_implementation`, looked up in transformers'
 `AttentionInterface`) applies it:
 
-- `tooltune_packed` (`tooltune.training.packed_attention`, what the trainer switches an sdpa model to):
+- `tooltune_packed` (`tooltune.training.shared_prefix.packed_attention`, what the trainer switches an sdpa
+  model to):
   the blocks of the pattern as sdpa calls, computing only the pairs it allows; it gets them through the
   `tt_packed` keyword, which transformers passes from the model's forward to every attention call, and a
   placeholder mask;
@@ -39,26 +40,27 @@ function the model runs (its `config._attn_implementation`, looked up in transfo
 
 Flash-attention kernels take no arbitrary mask; models running them, sliding-window, linear or hybrid
 attention (whose layers would get the full-attention pattern) and stateful models (whose state would run
-from one completion into the next) are refused with a reason (`packed_problem`). On CPU,
+from one completion into the next) are refused with a reason (`support.model_problem`). On CPU,
 `tooltune_packed` was 1.4-1.9x faster than the dense sdpa mask (docs/BENCHMARKS.md); flex_attention has
 no backward on CPU, and none of the three has been timed on a GPU yet (`tooltune bench gpu` does).
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
 
-from tooltune.training.packed_attention import NAME as PACKED_ATTENTION
-from tooltune.training.packed_attention import packed_blocks
-
-MASKED_IMPLEMENTATIONS = (PACKED_ATTENTION, "sdpa", "eager", "flex_attention")
-"""Attention implementations that take the packed pattern (see the module docstring)."""
+from tooltune.training.shared_prefix.packed_attention import NAME as PACKED_ATTENTION
+from tooltune.training.shared_prefix.packed_attention import packed_blocks
+from tooltune.training.shared_prefix.support import (
+    attention_implementation,
+    base_model,
+    completion_labels,
+    first_rows,
+    token_logps,
+)
 
 
 @dataclass
@@ -84,59 +86,6 @@ class PackedRows:
     """S = C + 1: positions per segment."""
 
 
-def implementation(model: Any) -> str:
-    """The attention implementation the model runs (`config._attn_implementation`), "" when unknown."""
-    config = getattr(_base(model), "config", None)
-    return str(getattr(config, "_attn_implementation", "") or "")
-
-
-def _base(model: Any) -> Any:
-    """The transformers model inside DDP / FSDP / DeepSpeed / PEFT wrappers."""
-    while True:
-        inner = getattr(model, "module", None)  # DDP, FSDP1, DeepSpeed engine
-        if isinstance(inner, torch.nn.Module) and inner is not model:
-            model = inner
-            continue
-        if hasattr(model, "get_base_model"):  # PEFT
-            return model.get_base_model()
-        return model
-
-
-def packed_problem(model: Any, prompt_columns: int) -> str | None:
-    """Why this model and prompt width cannot run the packed path, or None when they can."""
-    base = _base(model)
-    config = getattr(base, "config", None)
-    if config is None:
-        return "the model has no config"
-    if getattr(config, "is_encoder_decoder", False):
-        return "encoder-decoder models are not supported"
-    inner = model
-    while not hasattr(inner, "active_peft_config") and isinstance(
-        getattr(inner, "module", None), torch.nn.Module
-    ):
-        inner = inner.module  # a PEFT model inside DDP / FSDP / DeepSpeed
-    peft_config = getattr(inner, "active_peft_config", None)
-    if peft_config is not None and getattr(peft_config, "is_prompt_learning", False):
-        return "a prompt-learning PEFT adapter adds virtual tokens to every row"
-    if prompt_columns < 2:
-        return "prompts of fewer than 2 columns leave nothing to share"
-    cls = type(base)
-    dynamic_cache = getattr(cls, "_supports_default_dynamic_cache", lambda: True)()
-    if getattr(cls, "_is_stateful", False) or not dynamic_cache:
-        return f"{cls.__name__} is stateful or hybrid (its state would run across the completions of a row)"
-    kind = implementation(model)
-    if kind not in MASKED_IMPLEMENTATIONS:
-        takes = ", ".join(MASKED_IMPLEMENTATIONS)
-        return f"attention implementation {kind or 'unknown'!r} takes no custom mask ({takes} do)"
-    layers = DynamicCache(config=config).layers
-    if any(type(layer) is not DynamicLayer for layer in layers):
-        kinds = sorted({type(layer).__name__ for layer in layers})
-        return f"cache layers {kinds} (sliding-window, linear or hybrid attention) are not supported"
-    if "position_ids" not in inspect.signature(base.forward).parameters:
-        return f"{type(base).__name__}.forward takes no position_ids"
-    return None
-
-
 def pack_rows(
     prompt_ids: torch.Tensor,
     prompt_mask: torch.Tensor,
@@ -157,8 +106,7 @@ def pack_rows(
     rank[order] = torch.arange(rows, device=device) - starts[groups[order]]
     slot = groups * k + rank
 
-    firsts = torch.full((n_groups,), rows, dtype=torch.long, device=device)
-    firsts = firsts.scatter_reduce(0, groups, torch.arange(rows, device=device), "amin")
+    firsts = first_rows(groups)
     seg_ids = prompt_ids.new_zeros((n_groups * k, c + 1))
     seg_valid = torch.zeros((n_groups * k, c + 1), dtype=torch.bool, device=device)
     seg_ids[slot] = torch.cat([prompt_ids[:, -1:], completion_ids], dim=1)
@@ -233,7 +181,7 @@ def attention_mask(packed: PackedRows, kind: str, dtype: torch.dtype = torch.flo
 
 
 def _model_dtype(model: Any) -> torch.dtype:
-    embeddings = _base(model).get_input_embeddings()
+    embeddings = base_model(model).get_input_embeddings()
     return embeddings.weight.dtype if embeddings is not None else torch.float32
 
 
@@ -255,11 +203,10 @@ def packed_chunk(
         "input_ids": packed.input_ids,
         "position_ids": packed.position_ids,
         "use_cache": False,
-        **attention_inputs(packed, implementation(model), _model_dtype(model)),
+        **attention_inputs(packed, attention_implementation(model), _model_dtype(model)),
     }
-    pad = completion_mask == 0
     if fused_lm_head:
-        labels = completion_ids.masked_fill(pad, -100)
+        labels = completion_labels(completion_ids, completion_mask)
         seg_labels = labels.new_full((n_groups * k, c + 1), -100)
         seg_labels[packed.slot, :c] = labels
         prefix = labels.new_full((n_groups, packed.input_ids.size(1) - k * (c + 1)), -100)
@@ -274,7 +221,5 @@ def packed_chunk(
         return logps, entropy, n_groups
     logits = model(**kwargs, logits_to_keep=packed.score_columns).logits
     logits = logits.reshape(n_groups * k, c, -1)[packed.slot]
-    logp_all = torch.log_softmax(logits / temperature, dim=-1)
-    logps = logp_all.gather(-1, completion_ids.unsqueeze(-1)).squeeze(-1).masked_fill(pad, 0.0)
-    entropy = -(logp_all.exp() * logp_all).sum(-1).masked_fill(pad, 0.0) if return_entropy else None
+    logps, entropy = token_logps(logits, completion_ids, completion_mask, temperature, return_entropy)
     return logps, entropy, n_groups
