@@ -77,10 +77,10 @@ def _run_multi_turn(entries: list[Any], backend: Backend, controls: Controls, sa
     if controls.scoring == "official" and isinstance(predictions, dict):
         for e in entries:
             result = predictions[e.id]
-            record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
+            record(score_multi_turn(e, result, controls.prompt_template, controls.mode, controls.name_style,
                                     scoring="official"), result)
         return
-    cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+    cfg = MultiTurnConfig(controls.prompt_template, controls.mode, controls.history, controls.keep_reasoning,
                           controls.system_text(), sampling.temperature, sampling.max_new_tokens, seed)
     run_multi_turn(entries, backend, cfg, record, parallel=sampling.batch_size, scoring=controls.scoring)
 
@@ -100,7 +100,7 @@ class BfclBenchmark(Benchmark):
                 user_simulator: bool = False) -> Prepared:
         cats = bfcl.expand_categories(categories)
         entries = bfcl.load_entries(cats)
-        scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
+        scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
         tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
                                   lambda text, e=e: scorer.score(e, text))
                  for e in entries if e.category not in bfcl.MULTI_TURN]
@@ -112,8 +112,8 @@ class BfclBenchmark(Benchmark):
 
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
-        answers, multi = bfcl_answers(categories, controls.template, controls.name_style)
-        return answer_policy(answers, scripted_policy(multi, controls.template) if multi else None)
+        answers, multi = bfcl_answers(categories, controls.prompt_template, controls.name_style)
+        return answer_policy(answers, scripted_policy(multi, controls.prompt_template) if multi else None)
 
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                  ) -> AceGold:

@@ -33,6 +33,7 @@ from tooltune.prompts.native import (
     row_tools,
     tool_support_problem,
     use_training_chat_template,
+    without_chat_template,
 )
 from tooltune.prompts.native_format import (
     NativeFormatError,
@@ -79,6 +80,7 @@ __all__ = [
     "check_history",
     "resolve_native",
     "use_training_chat_template",
+    "without_chat_template",
     "PROBE_MARKER",
     "TEMPLATES",
     "BfclPromptError",

@@ -49,7 +49,7 @@ from tooltune.parsing import Grammar, get_grammar, parse_completion
 from tooltune.prompts.chat_template import render_chat, training_template_keeping_reasoning
 from tooltune.prompts.controls import PromptLike, template_of
 from tooltune.prompts.native_format import NativeFormatError, native_grammar, template_source
-from tooltune.prompts.templates import PromptTemplate, get_template
+from tooltune.prompts.templates import TEMPLATES, PromptTemplate, get_template
 from tooltune.prompts.trl_templates import trl_template_name
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
@@ -248,6 +248,18 @@ def resolve_native(
         "tool_n1_compact), or a model whose chat template writes tool calls in a format a response "
         "parser reads (Qwen2.5/3/3.5/3.6, Llama 3.1/3.2, gpt-oss, GLM-4 MoE, Nemotron 3, LFM2.5, Gemma 4)."
     )
+
+
+def without_chat_template(
+    template: str | PromptTemplate | Grammar, where: str = "template"
+) -> PromptTemplate | Grammar | str:
+    """`template` where no model's chat template is at hand (the data commands, verl's reward process, an
+    endpoint that applies its own): a registered template as `resolve_native(None, …)` resolves it
+    (``hermes`` for the model's own format); a grammar or a grammar's name as it is."""
+    if isinstance(template, Grammar) or (isinstance(template, str) and template not in TEMPLATES
+                                         and ":" not in template):
+        return template
+    return resolve_native(None, template, where)
 
 
 def use_training_chat_template(

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tooltune.prompts import TEMPLATES, PromptTemplate, resolve_native
+from tooltune.prompts import without_chat_template
 from tooltune.rewards.composite import CompositeReward
 from tooltune.rewards.registry import PRESETS
 
@@ -36,26 +36,21 @@ def _reward_spec(extra_info: dict[str, Any]) -> Any:
     return spec
 
 
-def _served(template: str) -> PromptTemplate | str:
-    """`template` as this process reads it: a registered template resolved for a chat template verl
-    applies; any other name (a grammar's) as it is."""
-    return resolve_native(None, template, "template") if template in TEMPLATES else template
-
-
 def _composite(spec: Any, template: str | None) -> CompositeReward:
     key = json.dumps([spec, template], sort_keys=True, default=str)
     if key not in _BUILT:
         if isinstance(spec, Mapping) and spec.get("template"):
-            spec = {**spec, "template": _served(spec["template"])}
+            spec = {**spec, "template": without_chat_template(spec["template"])}
         if isinstance(spec, str):
-            params = {"template": _served(template)} if template else {}
+            params = {"template": without_chat_template(template)} if template else {}
             if spec not in PRESETS:
                 raise ValueError(
                     f"verl compute_score: unknown reward preset {spec!r}; known: {sorted(PRESETS)}"
                 )
             _BUILT[key] = CompositeReward.from_preset(spec, **params)
         else:
-            _BUILT[key] = CompositeReward.from_config(spec, default_template=_served(template or "tool_n1"))
+            _BUILT[key] = CompositeReward.from_config(
+                spec, default_template=without_chat_template(template or "tool_n1"))
     return _BUILT[key]
 
 
