@@ -146,7 +146,7 @@ def history_reasoning_survives(
 
 
 def training_template_keeping_reasoning(
-    chat_template: Any, template: str | PromptTemplate = "native"
+    chat_template: Any, template: str | PromptTemplate
 ) -> tuple[str, str] | None:
     """(name, source) of TRL's training variant of `chat_template` (``qwen3`` -> ``qwen3_training``) when
     the stock template drops earlier reasoning that `template` keeps, and TRL ships a variant that keeps
@@ -174,7 +174,8 @@ def check_history_reasoning(
     """Check that the chat template keeps what `keep_reasoning` keeps; True when nothing is lost.
 
     Only `messages` history with `keep_reasoning` and a grammar with a reasoning block can lose anything
-    (context history writes earlier turns into one user message). On a loss, `on_loss="error"` raises
+    (context history writes earlier turns into one user message). A template answered in the model's own
+    format is given resolved (`tooltune.prompts.resolve_native`). On a loss, `on_loss="error"` raises
     `ReasoningHistoryLost` and ``"warn"`` logs a warning and returns False; `where` names the caller
     (e.g. a config key) in the message."""
     if on_loss not in ("error", "warn"):

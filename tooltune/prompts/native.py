@@ -272,7 +272,7 @@ def use_training_chat_template(
     template no longer fits the tokenizer. None (and nothing changed) when there is no variant.
     Besides keeping earlier reasoning, TRL's variants are prefix-preserving and mark assistant tokens
     for assistant-only loss."""
-    variant = training_template_keeping_reasoning(tokenizer, template)
+    variant = training_template_keeping_reasoning(tokenizer, resolve_native(tokenizer, template, where))
     if variant is None:
         return None
     name, source = variant
