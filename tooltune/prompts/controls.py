@@ -167,9 +167,9 @@ class PromptControls:
         return self.resolve(extra).system_sha256()
 
 
-PromptLike = PromptControls | ResolvedPrompt | str
-"""What the rendering functions take: controls, resolved controls, or a template name (standing for
-`PromptControls(template=name)`)."""
+PromptLike = PromptControls | ResolvedPrompt | PromptTemplate | str
+"""What the rendering functions take: controls, resolved controls, or a template (a name or a value,
+standing for `PromptControls(template=name)` with the value as its template)."""
 
 
 def check_history(history: str, key: str = "history") -> None:
@@ -183,14 +183,17 @@ def check_history(history: str, key: str = "history") -> None:
 
 
 def as_prompt(prompt: PromptLike) -> ResolvedPrompt:
-    """`prompt` resolved; a template name stands for `PromptControls(template=name)`."""
+    """`prompt` resolved; a template name stands for `PromptControls(template=name)`, a template value
+    for the same controls holding it."""
     if isinstance(prompt, ResolvedPrompt):
         return prompt
+    if isinstance(prompt, PromptTemplate):
+        return PromptControls(template=prompt.name).with_template(prompt).resolve()
     if isinstance(prompt, str):
         prompt = PromptControls(template=prompt)
     if not isinstance(prompt, PromptControls):
         raise TypeError(
-            f"expected PromptControls, ResolvedPrompt or a template name, got {type(prompt).__name__}"
+            f"expected PromptControls, ResolvedPrompt or a template, got {type(prompt).__name__}"
         )
     return prompt.resolve()
 
