@@ -243,9 +243,10 @@ def test_summary_formulas() -> None:
 
 def test_native_multi_turn_requests_carry_the_turns_tools(multi_entries) -> None:
     from tooltune.evaluation.bfcl import entry_tools
-    from tooltune.prompts import chat_tools
+    from tooltune.prompts import chat_tools, resolve_native
 
-    run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template="native"), fresh_model_name())
+    native = resolve_native(None, "native")  # as an endpoint applies the chat template
+    run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template=native), fresh_model_name())
     request = run.request()
     assert request.tools == chat_tools(entry_tools(run.functions)) and request.tools
     assert MultiTurnRun(multi_entries[0], MultiTurnConfig(), fresh_model_name()).request().tools is None
