@@ -412,7 +412,8 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
     controls = Controls(template="native")
     runner.evaluate("apibank", [(0, ScriptedBackend(lambda r: seen.append(r) or ""))], tmp_path / "run",
                     controls, categories="level-1", data_dir=shared_data_dir / "apibank", show_progress=False)
-    prep = runner.prepare("apibank", "level-1", controls, shared_data_dir / "apibank")
+    served = runner.with_model_template([], controls)  # no local model: as an endpoint writes calls
+    prep = runner.prepare("apibank", "level-1", served, shared_data_dir / "apibank")
     assert len(seen) == len(prep.tasks) and all(t.tools for t in prep.tasks)
     assert [r.tools for r in seen] == [t.tools for t in prep.tasks]
     entry = A.load_agent_entries(shared_data_dir / "acebench", ["agent_multi_step"])[0]
