@@ -308,7 +308,7 @@ def _is_main() -> bool:
 def _check_chat_template(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
     """Refuse, before any step, a chat template that cannot render the tools of a template that hands
     them to it (``native``: `resolve_native`), and prompts that keep earlier reasoning
-    (data.keep_reasoning, native history) when the model's chat template drops it, as Qwen3's does: the
+    (data.keep_reasoning, messages history) when the model's chat template drops it, as Qwen3's does: the
     model would train on none of it."""
     resolve_native(tokenizer, cfg.data.template, where="data.template")
     if any(m.get("role") == "assistant" for r in rows for m in r.get("prompt") or ()):
