@@ -58,9 +58,8 @@ from tooltune.prompts.templates import (
     render_answer,
     resolve_template,
     system_prompt_text,
-    tool_signatures,
-    tools_block,
 )
+from tooltune.prompts.tool_listing import TOOL_FORMATS, tool_signatures, tools_block
 
 __all__ = [
     "CHAT_TOOLS_COLUMN",
@@ -83,6 +82,7 @@ __all__ = [
     "without_chat_template",
     "PROBE_MARKER",
     "TEMPLATES",
+    "TOOL_FORMATS",
     "BfclPromptError",
     "ChatToolsUnsupported",
     "PromptControls",

@@ -32,7 +32,7 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
   unresolved template for its grammar raises `UnresolvedTemplate`.
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
-to grammars. `TEMPLATES` and `TOOL_FORMATS` are `tooltune.config.Registry` instances (an unknown name
+to grammars. `TEMPLATES` and `TOOL_FORMATS` (`tooltune.prompts.tool_listing`) are `Registry` instances (an unknown name
 raises `UnknownName` with the closest names). Answers are rendered by that grammar (`Grammar.render`, the inverse of its decoder);
 `render_answer` only adds the template's own default reasoning. A template name may also be a
 "module:function" spec (`resolve_template`), loaded the first time it is looked up.
@@ -63,62 +63,12 @@ from tooltune.parsing import (
     register_grammar,
 )
 from tooltune.parsing.render import strip_tags
+from tooltune.prompts.tool_listing import TOOL_FORMATS
 from tooltune.schema import ToolCall, ToolSpec
 
 TOOLRL_NO_CALL_REPLY = NO_CALL_REPLY
 """The `<response>` of a ToolRL-format answer that makes no call, and the plain reply of a ``native`` one
 (the data has no reply text): `tooltune.parsing.NO_CALL_REPLY`."""
-
-
-def tools_block(tools: Sequence[ToolSpec]) -> str:
-    """One compact JSON object per tool, one per line."""
-    return "\n".join(json.dumps(t.to_dict(), ensure_ascii=False, separators=(", ", ": ")) for t in tools)
-
-
-def _signature_type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "|".join(v if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
-    kind = schema.get("type", "any")
-    if kind == "array":
-        return f"list[{_signature_type(schema.get('items'))}]"
-    return "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
-
-
-def tool_signatures(tools: Sequence[ToolSpec]) -> str:
-    """One signature line per tool, e.g. ``get_weather(city: string, unit: celsius|fahrenheit)``.
-
-    Optional parameters end in ``?``; the description follows `` - ``. Fewer tokens than
-    `tools_block` (quickstart prompts: 71 tokens on average instead of 105): the format for small models
-    whose cost grows with prompt length and that learn to copy arguments faster from shorter prompts."""
-    lines = []
-    for t in tools:
-        required = set(t.required)
-        params = ", ".join(
-            f"{name}{'' if name in required else '?'}: {_signature_type(schema)}"
-            for name, schema in t.properties.items()
-        )
-        lines.append(f"{t.name}({params})" + (f" - {t.description}" if t.description else ""))
-    return "\n".join(lines)
-
-
-def tools_json_list(tools: Sequence[ToolSpec]) -> str:
-    """The tools as one JSON list indented by 4, the way bfcl-eval lists functions in its prompt."""
-    return json.dumps([t.to_dict() for t in tools], indent=4)
-
-
-def no_tools_listing(tools: Sequence[ToolSpec]) -> str:
-    """Nothing: the chat template lists the tools (`tooltune.prompts.native.chat_tools`)."""
-    return ""
-
-
-TOOL_FORMATS: Registry[Callable[[Sequence[ToolSpec]], str]] = Registry("tools format", "tools_format")
-for _name, _lister in (("json", tools_block), ("signatures", tool_signatures), ("json_list", tools_json_list),
-                       ("chat_template", no_tools_listing)):
-    TOOL_FORMATS.add(_name, _lister)
-"""How a template lists the offered tools inside its system prompt (``chat_template``: not at all; the
-tools go to the tokenizer's chat template, and a ``{tools}`` placeholder is left empty)."""
 
 
 TOOL_N1_SYSTEM = """You are an assistant that completes the user's task by calling tools when they help.
@@ -367,11 +317,15 @@ def register_template(
     A `Grammar` object that is not registered yet is registered here (`tooltune.parsing.register_grammar`:
     one without a renderer is refused), so that every template's answers can be rendered. Registering
     the same name again replaces the template."""
-    TOOL_FORMATS.get(tools_format)
+    TOOL_FORMATS.get(tools_format)  # UnknownName for a tools format that is not registered
     if grammar is None and tools_format != "chat_template":
         raise ValueError(f"template {name!r}: only a chat_template tools format leaves the grammar to the model")
-    g = register_grammar(grammar) if isinstance(grammar, Grammar) else None if grammar is None else get_grammar(grammar)
-    return TEMPLATES.add(name, PromptTemplate(name, system, g, tools_format, default_reasoning), replace=True)
+    if isinstance(grammar, Grammar):
+        answer_grammar: Grammar | None = register_grammar(grammar)
+    else:
+        answer_grammar = None if grammar is None else get_grammar(grammar)
+    template = PromptTemplate(name, system, answer_grammar, tools_format, default_reasoning)
+    return TEMPLATES.add(name, template, replace=True)
 
 
 _SPECS: dict[str, str] = {}
@@ -397,8 +351,7 @@ def resolve_template(spec: str, key: str = "template") -> str:
             TEMPLATES.get(name, key=key)
             _SPECS[spec] = name
         return _SPECS[spec]
-    TEMPLATES.get(spec if isinstance(spec, str) else repr(spec), key=key)
-    raise AssertionError("unreachable: the lookup above raises")
+    return TEMPLATES.get(spec if isinstance(spec, str) else repr(spec), key=key).name  # UnknownName
 
 
 def get_template(name: str | PromptTemplate, key: str = "template") -> PromptTemplate:
