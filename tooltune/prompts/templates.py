@@ -32,9 +32,9 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
   unresolved template for its grammar raises `UnresolvedTemplate`.
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
-to grammars. `TEMPLATES` and `TOOL_FORMATS` (`tooltune.prompts.tool_listing`) are `Registry` instances (an unknown name
-raises `UnknownName` with the closest names). Answers are rendered by that grammar (`Grammar.render`, the inverse of its decoder);
-`render_answer` only adds the template's own default reasoning. A template name may also be a
+to grammars. `TEMPLATES` and `TOOL_FORMATS` (`tooltune.prompts.tool_listing`) are `Registry`
+instances (an unknown name raises `UnknownName` with the closest names). Answers are rendered by that
+grammar (`Grammar.render`, the inverse of its decoder); `render_answer` only adds the template's own default reasoning. A template name may also be a
 "module:function" spec (`resolve_template`), loaded the first time it is looked up.
 """
 
