@@ -307,7 +307,7 @@ def test_export_flags_are_the_prompt_controls(tmp_path: Path, synth: Path) -> No
     for f in dataclasses.fields(PromptControls):
         flag = "--" + f.name.replace("_", "-")
         assert f.metadata["help"] in actions[flag].help
-    assert actions["--history"].choices == ["native", "context"] and "--no-keep-reasoning" in actions
+    assert actions["--history"].choices == ["messages", "context"] and "--no-keep-reasoning" in actions
     out = tmp_path / "t.parquet"
     assert run(f"data export --input {synth} --format verl --out {out} --template r2if --history context "
                "--no-keep-reasoning --system-prompt bfcl_strong") == 0

@@ -107,18 +107,20 @@ def test_unsafe_calls_never_reach_the_executor(multi_entries, tmp_path: Path) ->
     assert run.decoded[0] == []
 
 
-def test_native_multi_turn_requests_carry_the_turns_tools(multi_entries) -> None:
-    from tooltune.evaluation.bfcl import entry_tools
-    from tooltune.prompts import chat_tools
-
-    run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template="native"), fresh_model_name())
-    request = run.request()
-    assert request.tools == chat_tools(entry_tools(run.functions)) and request.tools
-    assert MultiTurnRun(multi_entries[0], MultiTurnConfig(), fresh_model_name()).request().tools is None
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=300))
 def test_any_completion_is_played_without_raising(multi_entries, text: str) -> None:
     run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template="python"), fresh_model_name())
     run.feed(text)
     assert len(run.raw[0]) == 1  # the step is recorded as BFCL's result layout holds it
+
+
+def test_native_multi_turn_requests_carry_the_turns_tools(multi_entries) -> None:
+    from tooltune.evaluation.bfcl import entry_tools
+    from tooltune.prompts import chat_tools, resolve_native
+
+    native = resolve_native(None, "native")  # as an endpoint applies the chat template
+    run = MultiTurnRun(multi_entries[0], MultiTurnConfig(template=native), fresh_model_name())
+    request = run.request()
+    assert request.tools == chat_tools(entry_tools(run.functions)) and request.tools
+    assert MultiTurnRun(multi_entries[0], MultiTurnConfig(), fresh_model_name()).request().tools is None

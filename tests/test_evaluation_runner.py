@@ -406,26 +406,28 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
 
     from tooltune.evaluation import acebench as A
     from tooltune.generation import HFBackend
-    from tooltune.prompts import ChatToolsUnsupported, chat_tools
+    from tooltune.prompts import ChatToolsUnsupported, chat_tools, resolve_native
 
     seen: list = []
     controls = Controls(template="native")
     runner.evaluate("apibank", [(0, ScriptedBackend(lambda r: seen.append(r) or ""))], tmp_path / "run",
                     controls, categories="level-1", data_dir=shared_data_dir / "apibank", show_progress=False)
-    prep = runner.prepare("apibank", "level-1", controls, shared_data_dir / "apibank")
+    served = runner.with_model_template([], controls)  # no local model: as an endpoint writes calls
+    prep = runner.prepare("apibank", "level-1", served, shared_data_dir / "apibank")
     assert len(seen) == len(prep.tasks) and all(t.tools for t in prep.tasks)
     assert [r.tools for r in seen] == [t.tools for t in prep.tasks]
     entry = A.load_agent_entries(shared_data_dir / "acebench", ["agent_multi_step"])[0]
-    run = A.AgentRun(entry, A.AgentConfig(template="native"))
+    run = A.AgentRun(entry, A.AgentConfig(template=resolve_native(None, "native")))
     assert run.agent_request().tools == chat_tools(entry.tools) and entry.tools
     backend = HFBackend(tiny_model_dir)
-    runner.check_local_tool_support([(0, backend)], controls)  # the tiny template lists the tools
-    runner.check_local_tool_support([(0, backend)], Controls())  # other templates: nothing to check
+    held = runner.with_model_template([(0, backend)], controls)  # the tiny template lists the tools
+    assert held.prompt_template.grammar.name == "hermes" and held.template == "native"
+    assert runner.with_model_template([(0, backend)], Controls()).prompt_template.name == "tool_n1"
     backend.tokenizer.chat_template = OLD_TEMPLATE
     with pytest.raises(ChatToolsUnsupported, match="controls.template: 'native'"):
         runner.evaluate("apibank", [(0, backend)], tmp_path / "refused", controls, categories="level-1",
                         data_dir=shared_data_dir / "apibank", show_progress=False)
-    runner.check_local_tool_support([(0, backend)], Controls())
+    runner.with_model_template([(0, backend)], Controls())  # other templates: nothing to check
 
 
 # --------------------------------------------------------------------------------------------

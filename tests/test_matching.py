@@ -13,10 +13,14 @@ from tooltune.matching import (
     parsed_match,
     values_equal,
 )
+from tooltune.models import CHAT_TEMPLATE
 from tooltune.parsing import parse_calls, parse_completion
-from tooltune.prompts import grammar_for, render_answer
+from tooltune.prompts import grammar_for, render_answer, resolve_native
 from tooltune.rewards.binary import BinaryReward
 from tooltune.schema import ToolCall
+
+NATIVE = resolve_native(CHAT_TEMPLATE)
+"""``native`` as the tiny model answers in it."""
 
 A = ToolCall("f", {"x": 1, "y": "a"})
 B = ToolCall("g", {"z": [1, 2]})
@@ -93,13 +97,13 @@ TEXTS = [
     render_answer([], "r2if"),
     render_answer(GOLD, "toolrl"),
     render_answer(GOLD, "bfcl"),
-    render_answer(GOLD, "native"),
+    render_answer(GOLD, NATIVE),
     "",
     "no calls at all",
 ]
 
 
-@pytest.mark.parametrize("template", ["tool_n1", "r2if", "toolrl", "bfcl", "native"])
+@pytest.mark.parametrize("template", ["tool_n1", "r2if", "toolrl", "bfcl", NATIVE], ids=str)
 @pytest.mark.parametrize("mode", ["strict", "substring"])
 @pytest.mark.parametrize("require_format", [True, False])
 def test_the_binary_reward_and_evaluation_give_one_verdict(template, mode, require_format):

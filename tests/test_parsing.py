@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tooltune.config import Registry, UnknownName
 from tooltune.matching import calls_match
 from tooltune.parsing import (
     GRAMMARS,
@@ -16,6 +17,7 @@ from tooltune.parsing import (
     R2IF_REJECTION,
     Grammar,
     all_tags,
+    get_grammar,
     parse_call_names,
     parse_calls,
     parse_completion,
@@ -519,28 +521,43 @@ def test_a_grammar_without_a_renderer_is_refused_at_registration():
         register_grammar(Grammar("json", decode, GRAMMARS["python"].renderer))
 
 
-def test_a_grammar_bound_to_a_tokenizer_replaces_its_namesake_when_asked():
-    json_grammar = GRAMMARS["json"]
+@pytest.fixture
+def scratch_grammars(monkeypatch):
+    """The grammar registry as a copy for one test: what the test registers is gone after it."""
+    from tooltune.parsing import grammar as module
+
+    scratch = Registry("grammar")
+    for name, grammar in module.GRAMMARS.items():
+        scratch.add(name, grammar)
+    monkeypatch.setattr(module, "GRAMMARS", scratch)
+    all_tags.cache_clear()
+    yield scratch
+    all_tags.cache_clear()
+
+
+def test_a_registered_name_keeps_its_grammar(scratch_grammars):
+    json_grammar = scratch_grammars["json"]
     first = register_grammar(Grammar("test_bound", json_grammar.decode, json_grammar.renderer))
-    second = Grammar("test_bound", GRAMMARS["python"].decode, GRAMMARS["python"].renderer)
-    try:
-        with pytest.raises(ValueError, match="already registered"):
-            register_grammar(second)
-        assert GRAMMARS["test_bound"] is first
-        assert register_grammar(second, replace=True) is second and GRAMMARS["test_bound"] is second
-    finally:
-        GRAMMARS.pop("test_bound")
-        all_tags.cache_clear()
+    second = Grammar("test_bound", scratch_grammars["python"].decode, scratch_grammars["python"].renderer)
+    with pytest.raises(ValueError, match="already registered"):
+        register_grammar(second)
+    assert scratch_grammars["test_bound"] is first and register_grammar(first) is first
 
 
-def test_a_registered_grammar_joins_the_tags_every_renderer_escapes():
-    json_grammar = GRAMMARS["json"]
+def test_an_unknown_grammar_names_the_closest_registered_ones():
+    assert isinstance(GRAMMARS, Registry)
+    with pytest.raises(UnknownName, match=r"grammar: unknown grammar 'hermez' \(did you mean hermes\?\)"):
+        get_grammar("hermez")
+    with pytest.raises(UnknownName, match="did you mean tool_n1"):
+        parse_completion("x", "tool_n2")  # a ValueError and a KeyError too, as a dict lookup raised
+    with pytest.raises(KeyError):
+        GRAMMARS["tool_n2"]
+
+
+def test_a_registered_grammar_joins_the_tags_every_renderer_escapes(scratch_grammars):
+    json_grammar = scratch_grammars["json"]
     custom = Grammar("test_fenced", json_grammar.decode, json_grammar.renderer,
                      reasoning=("<plan>", "</plan>"))
-    try:
-        assert register_grammar(custom) is custom and "<plan>" in all_tags()
-        text = GRAMMARS["tool_n1"].render([ToolCall("f", {"v": "<plan>"})], "ok")
-        assert "<plan>" not in text and parse_completion(text).calls == [ToolCall("f", {"v": "<plan>"})]
-    finally:
-        GRAMMARS.pop("test_fenced")
-        all_tags.cache_clear()
+    assert register_grammar(custom) is custom and "<plan>" in all_tags()
+    text = scratch_grammars["tool_n1"].render([ToolCall("f", {"v": "<plan>"})], "ok")
+    assert "<plan>" not in text and parse_completion(text).calls == [ToolCall("f", {"v": "<plan>"})]

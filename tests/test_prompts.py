@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.config import ConfigError, UnknownName
 from tooltune.matching import calls_match
 from tooltune.parsing import R2IF_REJECTION, parse_completion
 from tooltune.prompts import (
@@ -25,9 +26,10 @@ from tooltune.prompts import (
     render_answer,
     render_chat,
     render_prompt,
+    resolve_native,
 )
 from tooltune.prompts.render import render_target
-from tooltune.prompts.templates import BFCL_STRONG_SUFFIX
+from tooltune.prompts.templates import BFCL_STRONG_SUFFIX, UnresolvedTemplate
 from tooltune.schema import Sample, ToolCall
 
 W = {
@@ -96,6 +98,13 @@ CASES = [
 ]
 
 
+def _for_the_tiny_model(request, template):
+    """`template` as the tiny model answers in it: a chat-tools template resolved against its tokenizer."""
+    if not get_template(template).chat_tools:
+        return template
+    return resolve_native(request.getfixturevalue("tiny_tokenizer"), template)
+
+
 def _answer_through_the_chat_template(request, sample, template, text):
     """Under a template whose tools go to the chat template (``native``), the answer as the chat template
     writes it after the generation prompt (it must write it unchanged)."""
@@ -110,6 +119,7 @@ def _answer_through_the_chat_template(request, sample, template, text):
 @pytest.mark.parametrize("sample", CASES, ids=lambda s: s.category)
 @pytest.mark.parametrize("template", sorted(TEMPLATES))  # every registered template, native included
 def test_every_category_round_trips(sample, template, request):
+    template = _for_the_tiny_model(request, template)
     text = render_target(sample, template)
     if get_template(template).chat_tools:
         text = _answer_through_the_chat_template(request, sample, template, text)
@@ -126,7 +136,8 @@ TAGGED = [ToolCall("get_weather", {"city": "</tool_call></think><tool>", "unit":
 
 @pytest.mark.parametrize("template", sorted(TEMPLATES))
 @pytest.mark.parametrize("reasoning", [None, "check <think>the</think> </reason> weather"])
-def test_values_and_reasoning_holding_tags_round_trip(template, reasoning):
+def test_values_and_reasoning_holding_tags_round_trip(template, reasoning, request):
+    template = _for_the_tiny_model(request, template)
     text = render_answer(TAGGED, template, reasoning=reasoning)
     p = parse_completion(text, grammar_for(template))
     assert p.format_ok, p.error
@@ -166,17 +177,17 @@ def test_r2if_default_reasoning_has_a_function_block_per_call():
     ]
 
 
-def test_native_history_keeps_roles_and_can_drop_reasoning():
+def test_messages_history_keeps_roles_and_can_drop_reasoning():
     ms = CASES[-1]
-    native = render_prompt(ms, "tool_n1", history="native", keep_reasoning=True)
-    assert [m["role"] for m in native] == ["system", "user", "assistant", "tool"]
-    assert native[2]["content"].startswith("<think>first the weather</think>")
-    dropped = render_prompt(ms, "tool_n1", history="native", keep_reasoning=False)
+    kept = render_prompt(ms, "tool_n1", history="messages", keep_reasoning=True)
+    assert [m["role"] for m in kept] == ["system", "user", "assistant", "tool"]
+    assert kept[2]["content"].startswith("<think>first the weather</think>")
+    dropped = render_prompt(ms, "tool_n1", history="messages", keep_reasoning=False)
     assert "<think>" not in dropped[2]["content"] and "<tool_call>" in dropped[2]["content"]
 
 
 @pytest.mark.parametrize("template", ["tool_n1", "r2if"])
-@pytest.mark.parametrize("history", ["native", "context"])
+@pytest.mark.parametrize("history", ["messages", "context"])
 def test_kept_reasoning_is_only_ever_the_datas_own(template, history):
     """An earlier turn without reasoning renders as its call block alone, exactly as when reasoning is
     dropped: no invented sentence, no empty reasoning block. The SFT target still gets a reasoning."""
@@ -216,10 +227,24 @@ def test_register_template_with_custom_system_prompt():
     assert "tiny_test" in TEMPLATES and get_template("tiny_test").grammar.name == "tool_n1"
     text = render_answer([ToolCall("f", {})], "tiny_test")
     assert parse_completion(text, grammar_for("tiny_test")).calls == [ToolCall("f", {})]
-    with pytest.raises(ValueError, match="unknown prompt template"):
-        get_template("missing")
+    with pytest.raises(UnknownName, match=r"unknown template 'tiny_tes' \(did you mean tiny_test\?\)"):
+        get_template("tiny_tes")
     with pytest.raises(ValueError, match="history mode"):
         render_prompt(CASES[0], history="weird")
+    with pytest.raises(ConfigError, match="'native' is a template .* use 'messages'"):
+        render_prompt(CASES[0], history="native")
+
+
+def test_an_unresolved_native_template_is_an_error_naming_the_resolution():
+    """The registered ``native`` holds no grammar: rendering, parsing or scoring under the bare name says
+    how to resolve it, instead of answering in a placeholder format."""
+    assert get_template("native").answer_grammar is None and not get_template("native").resolved
+    for use in (lambda: render_answer([], "native"), lambda: grammar_for("native"),
+                lambda: render_target(CASES[0], "native")):
+        with pytest.raises(UnresolvedTemplate, match=r"resolve_native\(tokenizer, 'native'\)"):
+            use()
+    served = resolve_native(None, "native")  # a chat template an endpoint applies: hermes
+    assert served.grammar is grammar_for("hermes") and get_template("native").answer_grammar is None
 
 
 def test_signature_tool_format_lists_types_enums_and_optional_parameters():
@@ -241,7 +266,7 @@ def test_signature_tool_format_lists_types_enums_and_optional_parameters():
     sample = Sample(id="s", source="t", category="simple", messages=[{"role": "user", "content": "hi"}],
                     tools=tools, answer=[])
     assert render_prompt(sample, "tiny_sig")[0]["content"] == "T:\n" + tool_signatures(tools)
-    with pytest.raises(ValueError, match="unknown tools_format"):
+    with pytest.raises(UnknownName, match="tools_format: unknown tools format 'yaml'"):
         register_template("tiny_bad", "T:{tools}", "tool_n1", tools_format="yaml")
 
 

@@ -71,7 +71,7 @@ def test_render_prompt_takes_controls_or_its_keyword_form():
     assert by_controls[0]["content"].startswith("Tools: ") and "why f" not in str(by_controls)
     assert "why f" in str(render_prompt(SAMPLE, PromptControls(history="context")))
     with pytest.raises(TypeError, match="inside the PromptControls"):
-        render_prompt(SAMPLE, controls, history="native")
+        render_prompt(SAMPLE, controls, history="messages")
 
 
 def test_check_names_the_setting_the_user_gave(tmp_path: Path):
@@ -101,18 +101,15 @@ def test_a_module_function_spec_registers_its_template_once(tmp_path: Path, monk
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
     spec = "my_prompts_for_test:register"
-    try:
-        controls = PromptControls(template=spec)
-        controls.validate()
-        assert controls.resolve().template is TEMPLATES["my_spec_template"]
-        assert controls.resolve().name == spec  # another process can load it again
-        assert get_template(spec) is TEMPLATES["my_spec_template"] and grammar_for(spec).name == "tool_n1"
-        assert render_prompt(SAMPLE, spec)[0]["content"].startswith("Mine: ")
-        assert sys.modules["my_prompts_for_test"].CALLS == [1]
-        with pytest.raises(ConfigError, match="data.template: cannot load 'no_such_module_x:f'"):
-            PromptControls(template="no_such_module_x:f").check(lambda name: f"data.{name}")
-    finally:
-        TEMPLATES.pop("my_spec_template", None)
+    controls = PromptControls(template=spec)
+    controls.validate()
+    assert controls.resolve().template is TEMPLATES["my_spec_template"]
+    assert controls.resolve().name == spec  # another process can load it again
+    assert get_template(spec) is TEMPLATES["my_spec_template"] and grammar_for(spec).name == "tool_n1"
+    assert render_prompt(SAMPLE, spec)[0]["content"].startswith("Mine: ")
+    assert sys.modules["my_prompts_for_test"].CALLS == [1]
+    with pytest.raises(ConfigError, match="data.template: cannot load 'no_such_module_x:f'"):
+        PromptControls(template="no_such_module_x:f").check(lambda name: f"data.{name}")
 
 
 @pytest.mark.parametrize("cls", [Controls, DataConfig])
@@ -140,6 +137,10 @@ def test_inherited_fields_keep_flat_keys_flags_and_yaml(tmp_path: Path, repo_roo
     assert (d.template, d.keep_reasoning, d.train) == ("toolrl", False, "t.jsonl")
     with pytest.raises(ConfigError, match="^data.history: 'inline' is not allowed"):
         load_config(None, {"data.history": "inline"})
+    with pytest.raises(ConfigError, match="^data.history: 'native' is not allowed.*choose one of messages"):
+        load_config(None, {"data.history": "native"})  # the name of a template, not of a history mode
+    with pytest.raises(ConfigError, match="^history: 'native' is a template .* use 'messages'"):
+        PromptControls(history="native").check()
     for path in sorted((repo_root / "configs").glob("*.yaml")):  # every preset of a training config
         data = config_mechanism.read_yaml(path)
         if "data" in data:
@@ -147,3 +148,19 @@ def test_inherited_fields_keep_flat_keys_flags_and_yaml(tmp_path: Path, repo_roo
     flags = ["--template", "bfcl", "--keep-reasoning", "false"]
     eval_controls = config_mechanism.load(Controls, overrides=flags)
     assert (eval_controls.template, eval_controls.keep_reasoning) == ("bfcl", False)
+
+
+def test_with_template_hands_on_a_resolved_template_and_keeps_the_settings():
+    """A template value resolved for one model travels with the controls; the settings (flags, YAML, what
+    runs record) keep its name."""
+    from tooltune.prompts import resolve_native
+
+    controls = PromptControls(template="native", history="context")
+    served = resolve_native(None, "native")
+    held = controls.with_template(served)
+    assert held.prompt_template is served and held.resolve().template is served
+    assert held.grammar.name == "hermes" and held == controls and held.template == "native"
+    assert dataclasses.asdict(held) == dataclasses.asdict(controls)
+    assert controls.prompt_template is TEMPLATES["native"]  # the original is unchanged
+    with pytest.raises(ValueError, match="is not the template"):
+        controls.with_template(TEMPLATES["tool_n1"])

@@ -16,9 +16,9 @@ from tooltune.parsing import NO_CALL_REPLY, parse_completion
 from tooltune.prompts import (
     ChatToolsUnsupported,
     NativeGrammar,
+    PromptTemplate,
     ReasoningHistoryLost,
     check_history_reasoning,
-    check_tool_support,
     get_template,
     grammar_for,
     grammar_with_tools,
@@ -27,9 +27,10 @@ from tooltune.prompts import (
     render_chat,
     render_prompt,
     render_target,
-    unbind_native,
+    resolve_native,
     use_training_chat_template,
 )
+from tooltune.prompts.templates import UnresolvedTemplate
 from tooltune.schema import Sample, ToolCall
 
 TEMPLATES_DIR = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates"
@@ -100,21 +101,18 @@ def _sample(kind: str) -> Sample:
 def tok(tiny_model_dir: Path):
     from transformers import AutoTokenizer  # deferred: heavy
 
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    yield tokenizer
-    unbind_native()
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
 @pytest.fixture
 def swap(tok):
-    """Put a bundled template (by name) in the tokenizer; the ``native`` template is unbound after."""
+    """Put a bundled template (by name) in the tokenizer."""
 
     def put(name: str):
         tok.chat_template = (TEMPLATES_DIR / f"{name}.jinja").read_text(encoding="utf-8")
         return tok
 
-    yield put
-    unbind_native()
+    return put
 
 
 def _writes_tool_calls(tok) -> bool:
@@ -128,34 +126,36 @@ def test_every_bundled_template_is_accepted_or_refused_in_one_line(swap, name):
     tok = swap(name)
     if not _writes_tool_calls(tok) or name in NOT_ACCEPTED:
         with pytest.raises(ChatToolsUnsupported) as e:
-            check_tool_support(tok)
+            resolve_native(tok)
         assert "\n" not in str(e.value) and "Pick a template" in str(e.value)
         assert NOT_ACCEPTED.get(name, "") in str(e.value)
-        assert grammar_for("native").name == "hermes"  # nothing bound
+        assert get_template("native").answer_grammar is None  # the registered template never changes
         return
-    grammar = check_tool_support(tok)
-    assert isinstance(grammar, NativeGrammar) and grammar_for("native") is grammar
+    native = resolve_native(tok)
+    grammar = native.grammar
+    assert isinstance(grammar, NativeGrammar) and grammar_for(native) is grammar
+    assert get_template("native").answer_grammar is None
     assert grammar.name == f"native_{name}" or name.startswith("diffusion_gemma")  # TRL has no parser for it
     for kind in ANSWERS:
-        _round_trip(tok, name, kind, grammar)
+        _round_trip(tok, name, kind, native)
 
 
-def _round_trip(tok, name: str, kind: str, grammar: NativeGrammar) -> None:
-    sample = _sample(kind)
+def _round_trip(tok, name: str, kind: str, native: PromptTemplate) -> None:
+    sample, grammar = _sample(kind), native.grammar
     if kind in CANNOT_WRITE.get(name, ()):
         with pytest.raises(ValueError, match="cannot write this answer|does not read back"):
-            render_target(sample, "native")
+            render_target(sample, native)
         return
-    answer = render_target(sample, "native")
-    tools = prompt_tools(sample, "native")
+    answer = render_target(sample, native)
+    tools = prompt_tools(sample, native)
     typed = parse_completion(answer, grammar_with_tools(grammar, tools), "strict")
     assert typed.format_ok and calls_match(typed.calls, sample.answer), (name, kind, answer, typed)
-    plain = parse_completion(answer, grammar_for("native"), "strict")
+    plain = parse_completion(answer, grammar_for(native), "strict")
     assert plain.format_ok, (name, kind, plain.error)
     lossy = kind in NEEDS_SCHEMA.get(name, ())
     assert calls_match(plain.calls, sample.answer) != lossy, (name, kind, plain)
     # the answer is what the chat template writes after the generation prompt of the sample's prompt
-    messages = render_prompt(sample, "native")
+    messages = render_prompt(sample, native)
     prompt = render_chat(tok, messages, tools=tools)
     reasoning = sample.meta["reasoning"] if grammar.reasoning_key else None
     turn = grammar.assistant_message(sample.answer, reasoning, "" if sample.answer else NO_CALL_REPLY)
@@ -193,7 +193,7 @@ def test_a_tokenizers_own_response_template(swap):
     is read with it: here one written for the test, in transformers' format."""
     tok = swap("muse_glimmer")
     with pytest.raises(ChatToolsUnsupported):
-        check_tool_support(tok)
+        resolve_native(tok)
     tok.response_template = {
         "defaults": {"role": "assistant"},
         "start_anchor": "<|start|>assistant",
@@ -216,10 +216,10 @@ def test_a_tokenizers_own_response_template(swap):
         },
     }
     try:
-        grammar = check_tool_support(tok)
-        assert grammar.source == "tokenizer" and grammar.reasoning_key == "reasoning_content"
+        native = resolve_native(tok)
+        assert native.grammar.source == "tokenizer" and native.grammar.reasoning_key == "reasoning_content"
         for kind in ("one", "two", "types", "no_call"):
-            _round_trip(tok, "muse_glimmer", kind, grammar)
+            _round_trip(tok, "muse_glimmer", kind, native)
     finally:
         del tok.response_template
 
@@ -262,27 +262,27 @@ def test_history_carries_reasoning_under_the_key_the_template_reads(swap):
          "tool_calls": [{"name": "ping", "arguments": {}}]},
         {"role": "tool", "name": "ping", "content": "pong"},
     ])
-    check_tool_support(swap("gptoss"))
-    turn = render_prompt(sample, "native")[1]
+    turn = render_prompt(sample, resolve_native(swap("gptoss")))[1]
     assert turn["thinking"] == "earlier thought" and turn["content"] == ""
-    check_tool_support(swap("qwen2_5"))  # a template that writes no reasoning gets none
-    turn = render_prompt(sample, "native")[1]
+    turn = render_prompt(sample, resolve_native(swap("qwen2_5")))[1]  # it writes no reasoning: none
     assert "reasoning_content" not in turn and turn["content"] == "" and turn["tool_calls"]
 
 
 def test_trl_training_template_is_offered_where_the_stock_template_drops_reasoning(swap):
     tok = swap("qwen3")
-    check_tool_support(tok)
+    stock = resolve_native(tok)
     with pytest.raises(ReasoningHistoryLost, match=r"qwen3_training\.jinja"):
-        check_history_reasoning(tok, "native", keep_reasoning=True, history="native")
-    assert use_training_chat_template(tok) == "qwen3_training"
-    assert check_history_reasoning(tok, "native", keep_reasoning=True, history="native")
-    assert grammar_for("native").name == "native_qwen3_training"
-    _round_trip(tok, "qwen3_training", "two", grammar_for("native"))
+        check_history_reasoning(tok, stock, keep_reasoning=True, history="messages")
+    with pytest.raises(UnresolvedTemplate):  # the check needs the format the model answers in
+        check_history_reasoning(tok, "native", keep_reasoning=True, history="messages")
+    variant = use_training_chat_template(tok)
+    assert variant is not None and variant.grammar.name == "native_qwen3_training"
+    assert check_history_reasoning(tok, variant, keep_reasoning=True, history="messages")
+    assert stock.grammar.name == "native_qwen3"  # the value resolved before the switch is unchanged
+    _round_trip(tok, "qwen3_training", "two", variant)
     assert use_training_chat_template(tok) is None  # already the variant: nothing to switch to
     tok = swap("qwen2_5")  # keeps no reasoning at all: nothing is lost, nothing is offered
-    check_tool_support(tok)
-    assert check_history_reasoning(tok, "native") and use_training_chat_template(tok) is None
+    assert check_history_reasoning(tok, resolve_native(tok)) and use_training_chat_template(tok) is None
 
 
 def test_with_tools_types_bare_text_values_by_the_schema(swap):
@@ -290,7 +290,7 @@ def test_with_tools_types_bare_text_values_by_the_schema(swap):
     answer = grammar.render(ANSWERS["zip"], None)
     assert "<parameter=zip>\n75001\n</parameter>" in answer
     assert grammar.decode(answer, "strict").calls == [ToolCall("lookup", {"zip": 75001})]
-    tools = prompt_tools(_sample("zip"), "native")
+    tools = prompt_tools(_sample("zip"), "native")  # the tools need no resolved format
     assert grammar.with_tools(tools).decode(answer, "strict").calls == ANSWERS["zip"]
     assert grammar.with_tools(None) is grammar and grammar_with_tools(get_template("tool_n1").grammar, tools)
 
@@ -298,8 +298,8 @@ def test_with_tools_types_bare_text_values_by_the_schema(swap):
 def test_the_gold_self_check_reports_answers_a_format_cannot_carry(swap):
     from tooltune.data.validate import check_samples
 
-    check_tool_support(swap("llama3_1"))
-    report = check_samples([_sample("one"), _sample("two"), _sample("no_call")], "native")
+    native = resolve_native(swap("llama3_1"))
+    report = check_samples([_sample("one"), _sample("two"), _sample("no_call")], native)
     assert (report.total, report.passed) == (3, 2)
     failure = report.failures[0]
     assert failure["id"] == "two" and "cannot write this answer" in failure["completion"]

@@ -1,6 +1,7 @@
 """Tool-N1 binary reward (Eq. 4) and the agreement of every reward with the restated original scorers."""
 
 import json
+import pickle
 
 import pytest
 
@@ -185,20 +186,20 @@ def test_native_formats_with_bare_text_values_are_typed_by_the_rows_tools(tiny_m
 
     from transformers import AutoTokenizer  # deferred: heavy
 
-    from tooltune.prompts import CHAT_TOOLS_COLUMN, check_tool_support, unbind_native
+    from tooltune.prompts import CHAT_TOOLS_COLUMN, resolve_native
 
     source = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3_5_think.jinja"
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)
     tok.chat_template = source.read_text(encoding="utf-8")
-    try:
-        check_tool_support(tok, "native")  # binds `native` to the model's own format
-        gold = [ToolCall("lookup", {"zip": "75001"})]
-        tools = [{"type": "function", "function": {"name": "lookup", "description": "Find a zip code.",
-                  "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}}}}]
-        completion = render_answer(gold, "native")
-        reward = get_reward("binary", template="native", require_format=False)
-        answer = json.dumps([c.to_dict() for c in gold])
-        assert reward.batch([completion], [answer], **{CHAT_TOOLS_COLUMN: [json.dumps(tools)]}) == [1.0]
-        assert reward.batch([completion], [answer]) == [0.0]  # without the schemas: 75001, a number
-    finally:
-        unbind_native()
+    native = resolve_native(tok, "native")  # the model's own format, as a value
+    gold = [ToolCall("lookup", {"zip": "75001"})]
+    tools = [{"type": "function", "function": {"name": "lookup", "description": "Find a zip code.",
+              "parameters": {"type": "object", "properties": {"zip": {"type": "string"}}}}}]
+    completion = render_answer(gold, native)
+    reward = get_reward("binary", template=native, require_format=False)
+    answer = json.dumps([c.to_dict() for c in gold])
+    assert reward.batch([completion], [answer], **{CHAT_TOOLS_COLUMN: [json.dumps(tools)]}) == [1.0]
+    assert reward.batch([completion], [answer]) == [0.0]  # without the schemas: 75001, a number
+    clone = pickle.loads(pickle.dumps(reward))  # TRL and verl copy rewards into other processes
+    assert clone.batch([completion], [answer], **{CHAT_TOOLS_COLUMN: [json.dumps(tools)]}) == [1.0]
+    assert clone.grammar.name == native.grammar.name and clone.batch([completion], [answer]) == [0.0]

@@ -105,7 +105,7 @@ def test_overrides_dotted_keys_and_types() -> None:
             r"downsample.m: must be in 1..grpo.num_generations \(8\)",
         ),
         ({"grpo": 3}, "grpo: is a section"),
-        ({"data.history": "flat"}, "data.history: 'flat' is not allowed; choose one of native, context"),
+        ({"data.history": "flat"}, "data.history: 'flat' is not allowed; choose one of messages, context"),
         ({"grpo.warmup_ratio": 1.5}, r"grpo.warmup_ratio: must be in \[0, 1\)"),
         ({"grpo.prompts_per_update": 5}, "grpo.prompts_per_update: must divide"),
         ({"sft.target": "gold"}, "sft.target: must be 'answer' or 'meta.<key>'"),

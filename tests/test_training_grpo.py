@@ -372,6 +372,8 @@ def test_missing_ground_truth_stops_before_loading(tmp_path: Path) -> None:
 def _native_rows(n: int) -> list[dict[str, Any]]:
     """`grpo_rows` under the ``native`` template (tools in the ``chat_tools`` column, not the messages);
     the last sample has an earlier call and its result in native history."""
+    from tooltune.models import CHAT_TEMPLATE
+    from tooltune.prompts import resolve_native
     from tooltune.schema import Sample
     from tooltune.training.data import grpo_rows
 
@@ -386,7 +388,7 @@ def _native_rows(n: int) -> list[dict[str, Any]]:
                {"role": "tool", "name": "f", "content": "one"}]
     samples.append(Sample(id="h", source="t", category="multi_step", tools=[tool], messages=history,
                           answer=[{"name": "f", "arguments": {"x": 2}}]))
-    return grpo_rows(samples, "native")
+    return grpo_rows(samples, resolve_native(CHAT_TEMPLATE))  # the tiny model's format
 
 
 def test_native_template_renders_every_prompt_with_its_tools(

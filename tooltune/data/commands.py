@@ -26,7 +26,7 @@ from tooltune.data.sources import SOURCES
 from tooltune.data.synthetic import SynthConfig
 from tooltune.environments.mcp import McpSettings
 from tooltune.generation import BackendConfig
-from tooltune.prompts import PromptControls, grammar_for
+from tooltune.prompts import PromptControls, grammar_for, resolve_native, without_chat_template
 
 EXIT_FAILED_CHECK = 1
 """`data validate`: some ground truth does not score 1.0 (a finding, not an error)."""
@@ -267,6 +267,7 @@ def _export(args: argparse.Namespace) -> int:
     controls = PromptControls()
     config_mechanism.apply(controls, config_mechanism.given_overrides(args, "prompt"))
     controls.check(lambda name: "--" + name.replace("_", "-"))
+    controls = controls.with_template(resolve_native(None, controls.template, "--template"))  # no model here
     _check_inputs(args.input)
     out = verl_output(args.out, args.input) if args.format == "verl" else args.out
     config_mechanism.prepare_output(out, folder=args.format == "hf")
@@ -332,7 +333,8 @@ def _select(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from tooltune.data.validate import SPLIT_FILES, validate_path
 
-    grammar_for(args.template, "--template")
+    template = without_chat_template(args.template, "--template")  # these commands see no model
+    grammar_for(template, "--template")
     path = Path(args.path).expanduser()
     if not path.exists():
         raise ConfigError(f"path: not found: {args.path} (a prepared folder or a canonical JSONL file)")
@@ -340,7 +342,7 @@ def _validate(args: argparse.Namespace) -> int:
         raise ConfigError(f"path: {args.path} holds no {' or '.join(SPLIT_FILES)} to validate")
     if args.show < 0:
         raise ConfigError(f"--show: must be >= 0, got {args.show}")
-    report = validate_path(args.path, args.template)
+    report = validate_path(args.path, template)
     print(f"gold self-check ({report.template}): {report.passed}/{report.total} samples score 1.0")
     for f in report.failures[: args.show]:
         print(f"  FAIL {f['file']} {f['id']}: {f['completion'][:200]!r}")

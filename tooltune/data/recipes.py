@@ -28,7 +28,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
 from tooltune.generation import Backend, Sampling, score_samples
-from tooltune.prompts import TEMPLATES, PromptControls
+from tooltune.prompts import HISTORY_MODES, TEMPLATES, PromptControls, check_history, resolve_native
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ class DifficultyConfig:
     )
     max_new_tokens: int = option(512, "Longest rollout, in tokens.", min=1)
     template: str = option("tool_n1", "Prompt template and output grammar (a registered template name).")
-    history: str = option("native", "Multi-turn history rendering.", ("native", "context"))
+    history: str = option("messages", "Multi-turn history rendering.", HISTORY_MODES)
     low: float = option(0.0, "Drop prompts whose success rate is <= low (never solved).", min=0, max=1)
     high: float = option(1.0, "Drop prompts whose success rate is >= high (always solved).", min=0, max=1)
     batch_size: int = option(32, "Prompts per backend call (0 = all in one call).", min=0)
@@ -95,11 +95,11 @@ class DifficultyConfig:
 
     def validate(self) -> DifficultyConfig:
         """Check choices, ranges, low < high and the template name; raise ConfigError naming the key."""
+        check_history(self.history)
         config_mechanism.check_values(self)
         if not self.low < self.high:
             raise ConfigError(f"low, high: need 0 <= low < high <= 1, got {self.low}, {self.high}")
-        if self.template not in TEMPLATES:
-            raise config_mechanism.unknown_name("template", "template", self.template, TEMPLATES)
+        TEMPLATES.get(self.template)
         return self
 
 
@@ -137,8 +137,11 @@ def policy_rewards(
             if cache_f:
                 cache_f.flush()
 
+        # a local model answers in its own format; an endpoint's calls come back as it writes them
+        template = resolve_native(getattr(backend, "tokenizer", None), cfg.template, "template")
+        controls = PromptControls(cfg.template, history=cfg.history).with_template(template)
         score_samples(
-            backend, todo, PromptControls(cfg.template, history=cfg.history), cfg.k,
+            backend, todo, controls, cfg.k,
             Sampling(cfg.temperature, cfg.max_new_tokens, cfg.batch_size),
             seeds=seeds, require_format=cfg.require_format, on_chunk=keep,
             progress="difficulty" if cfg.progress else None,

@@ -46,17 +46,20 @@ class ValidationReport:
 
 def check_samples(
     samples: Iterable[Sample],
-    template: str = "tool_n1",
+    template: str | PromptTemplate = "tool_n1",
     report: ValidationReport | None = None,
     where: str = "",
 ) -> ValidationReport:
-    """Render each sample's ground truth in `template` (a template or grammar name) and parse it back;
+    """Render each sample's ground truth in `template` (a template or grammar name, or a template value
+    resolved for a model's own format, `tooltune.prompts.resolve_native`) and parse it back;
     a sample passes when the verdict is 1.0 (added to `report`, or to a new one). A ground truth the
     template's format cannot carry (`render_target` raises ValueError) fails with the reason."""
-    report = report or ValidationReport(template)
+    report = report or ValidationReport(template if isinstance(template, str) else template.name)
     grammar = grammar_for(template)
     answers: PromptTemplate | Grammar = (
-        get_template(template) if template in TEMPLATES or ":" in template else grammar
+        get_template(template)
+        if isinstance(template, PromptTemplate) or template in TEMPLATES or ":" in template
+        else grammar
     )
     for s in samples:
         report.total += 1
@@ -73,7 +76,7 @@ def check_samples(
     return report
 
 
-def validate_path(path: str, template: str = "tool_n1") -> ValidationReport:
+def validate_path(path: str, template: str | PromptTemplate = "tool_n1") -> ValidationReport:
     """`path` is a prepared folder (train.jsonl and val.jsonl) or one canonical JSONL file.
 
     The files are streamed (`tooltune.schema.iter_jsonl`): memory stays that of one sample plus the kept

@@ -49,9 +49,9 @@ from tqdm.auto import tqdm
 from tooltune.config import ConfigError, check_values, option
 from tooltune.evaluation.benchmark import BENCHMARKS, ProvidesAceGold, require
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
-from tooltune.evaluation.runner import check_local_tool_support, prepare
+from tooltune.evaluation.runner import prepare, with_model_template
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import CHAT_TOOLS_COLUMN, get_template
+from tooltune.prompts import CHAT_TOOLS_COLUMN
 from tooltune.rewards.cer import CERReward
 from tooltune.schema import ToolCall
 
@@ -149,13 +149,13 @@ def make_cer(
     student: Any, controls: Controls, options: AceOptions, cache_path: str | os.PathLike
 ) -> CERReward:
     """The R_cer reward ACE averages, for `controls`' template and parser mode."""
-    if get_template(controls.template).grammar.continuation is None:
+    if controls.grammar.continuation is None:
         raise ConfigError(
             f"template: ACE needs a template whose grammar has a reasoning block (tool_n1, r2if), "
             f"got {controls.template!r}"
         )
     return CERReward(
-        student, template=controls.template, format_mode=controls.mode, k=options.k,
+        student, template=controls.prompt_template, format_mode=controls.mode, k=options.k,
         temperature=options.student_temperature, max_new_tokens=options.student_max_new_tokens,
         cache_path=str(cache_path), base_mode=options.base_mode, seed=options.student_seed,
     )
@@ -210,7 +210,7 @@ def evaluate_ace(
     options = (options or AceOptions()).validate()
     if isinstance(backends, Backend):
         backends = [(0, backends)]
-    check_local_tool_support(backends, controls)
+    controls = with_model_template(backends, controls)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cer = make_cer(student, controls, options, cache_path or out / V_BASE_FILE)

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-from tooltune.config import check_values, option
+from tooltune.config import ConfigError, check_values, option
 from tooltune.evaluation.benchmark import (
     BENCHMARKS,
     DATA_DIR_ENV,
@@ -50,7 +50,7 @@ from tooltune.evaluation.subset import SubsetSpec, select
 from tooltune.evaluation.uncertainty import standard_errors
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
-from tooltune.prompts import check_history_reasoning, check_tool_support
+from tooltune.prompts import check_history_reasoning, resolve_native
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
@@ -243,23 +243,27 @@ def predictions_report(prep: Prepared, backend: Backend) -> dict[str, Any] | Non
             "duplicated_ids": len(getattr(backend, "duplicates", None) or {})}
 
 
-def check_local_tool_support(backends: Sequence[tuple[int, Backend]], controls: Controls) -> None:
-    """Under a template whose tools go to the chat template (``native``), refuse a local model whose chat
-    template cannot render them (`check_tool_support`); an endpoint's template is the server's."""
-    for _, backend in backends:
-        tokenizer = getattr(backend, "tokenizer", None)
-        if tokenizer is not None:
-            check_tool_support(tokenizer, controls.template, where="controls.template")
+def with_model_template(backends: Sequence[tuple[int, Backend]], controls: Controls) -> Controls:
+    """`controls` holding the template the backends' model answers in (`Controls.with_template`): under a
+    template whose tools go to the chat template (``native``), the local model's own format
+    (`resolve_native`, which refuses a chat template that cannot render the tools), or, without a local
+    model (an endpoint applies its template on the server; predictions; a scripted policy), the format
+    an endpoint writes its calls back in. Local models whose formats differ cannot share one run."""
+    tokenizers = {id(t): t for _, b in backends if (t := getattr(b, "tokenizer", None)) is not None}
+    found = {resolve_native(t, controls.template, where="controls.template") for t in tokenizers.values()}
+    if len(found) > 1:
+        raise ConfigError(f"controls.template: {controls.template!r} resolves to {len(found)} different "
+                          "formats for these local models; evaluate each model in a run of its own")
+    template = found.pop() if found else resolve_native(None, controls.template, where="controls.template")
+    return controls.with_template(template)
 
 
 def _check_reasoning_history(
     prep: Prepared, backends: Sequence[tuple[int, Backend]], controls: Controls
 ) -> None:
-    """Refuse a local model whose chat template cannot render the tools (`check_local_tool_support`), and
-    a run whose record would say earlier reasoning is kept while the local model's chat template drops it
-    (only entries with earlier assistant turns are affected). An endpoint applies its template
+    """Refuse a run whose record would say earlier reasoning is kept while the local model's chat template
+    drops it (only entries with earlier assistant turns are affected). An endpoint applies its template
     server-side and cannot be checked."""
-    check_local_tool_support(backends, controls)
     has_history = bool(prep.episodes) or any(
         m.get("role") == "assistant" for t in prep.tasks for m in t.messages)
     if not has_history:
@@ -267,8 +271,8 @@ def _check_reasoning_history(
     for _, backend in backends:
         tokenizer = getattr(backend, "tokenizer", None)
         if tokenizer is not None and getattr(tokenizer, "chat_template", None):
-            check_history_reasoning(tokenizer, controls.template, controls.keep_reasoning, controls.history,
-                                    where="controls.keep_reasoning")
+            check_history_reasoning(tokenizer, controls.prompt_template, controls.keep_reasoning,
+                                    controls.history, where="controls.keep_reasoning")
 
 
 def evaluate(
@@ -303,6 +307,7 @@ def evaluate(
     if isinstance(backends, Backend):
         backends = [(s, backends) for s in range(RunOptions().seeds)]
     out = Path(out_dir)
+    controls = with_model_template(backends, controls)
     prep, chosen = prepare_subset(benchmark, categories, controls, data_dir, user_backend is not None, subset)
     _check_reasoning_history(prep, backends, controls)
     bench = BENCHMARKS[benchmark]

@@ -16,6 +16,7 @@ from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.bfcl.benchmark import bfcl_answers
 from tooltune.evaluation.protocol import Controls
 from tooltune.generation import GenerationRequest
+from tooltune.prompts import resolve_native
 
 __all__ = ["bfcl_answers", "ground_truth_policy"]
 
@@ -30,6 +31,10 @@ def ground_truth_policy(
 ) -> Callable[[GenerationRequest], str]:
     """A `ScriptedBackend` function answering every entry of `benchmark` with its ground truth, rendered
     for `template` (or `controls`, which then also give the name style and scoring mode); `data_dir` is
-    the benchmark's data folder itself."""
+    the benchmark's data folder itself. A template answered in the model's own format is written as an
+endpoint writes its calls back (`tooltune.prompts.resolve_native` with no chat template) unless
+`controls` already hold one resolved for a model."""
     controls = controls or Controls(template=template, name_style=name_style)
+    # a scripted backend applies no chat template: a model's own format is written as an endpoint's
+    controls = controls.with_template(resolve_native(None, controls.prompt_template, "controls.template"))
     return BENCHMARKS[benchmark].answers(categories, controls, Path(data_dir) if data_dir else None)

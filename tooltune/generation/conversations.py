@@ -14,7 +14,7 @@ from typing import Any
 
 from tooltune.generation.backends import GenerationRequest
 from tooltune.generation.episodes import EpisodeRun, TokenStep
-from tooltune.prompts import prompt_tools, render_answer, render_prompt
+from tooltune.prompts import PromptTemplate, prompt_tools, render_answer, render_prompt
 from tooltune.schema import Parsed, Sample
 
 
@@ -23,9 +23,10 @@ class EpisodeConfig:
     """How a benchmark episode is rendered and sampled: the evaluation controls of one run (positional
     order as the benchmarks build it from `Controls` and `Sampling`)."""
 
-    template: str = "tool_n1"
+    template: str | PromptTemplate = "tool_n1"
+    """A template name, or the template value resolved for the model (`tooltune.prompts.resolve_native`)."""
     mode: str = "strict"
-    history: str = "native"
+    history: str = "messages"
     keep_reasoning: bool = True
     system_prompt: str | None = None
     temperature: float = 0.0

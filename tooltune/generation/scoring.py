@@ -19,7 +19,7 @@ from tooltune.config import option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
 from tooltune.parsing import Grammar
-from tooltune.prompts import PromptLike, as_prompt, grammar_for, prompt_tools, render_prompt
+from tooltune.prompts import PromptLike, PromptTemplate, as_prompt, grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall, calls_from_any
 
 ChunkCallback = Callable[[range, list[list[float]]], None]
@@ -78,7 +78,7 @@ def score_prompts(
     backend: Backend,
     prompts: Sequence[list[dict[str, Any]]],
     answers: Sequence[Any],
-    template: str | Grammar,
+    template: str | PromptTemplate | Grammar,
     n: int = 1,
     sampling: Sampling | None = None,
     *,

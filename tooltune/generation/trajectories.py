@@ -27,7 +27,7 @@ from tooltune.generation.episodes import (
     step_decoder,
 )
 from tooltune.parsing import Grammar
-from tooltune.prompts import encode_chat, grammar_for, prompt_tools, render_prompt
+from tooltune.prompts import PromptTemplate, encode_chat, grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Parsed, Sample
 
 TOOL_TOKENS_PER_TURN = 256
@@ -174,7 +174,7 @@ def episode_success(
     tokenizer: Any,
     prompts: Sequence[list[dict[str, Any]]],
     tasks: Sequence[Sample],
-    template: str,
+    template: str | PromptTemplate,
     max_turns: int = 4,
     max_new_tokens: int = 72,
     batch_size: int = 64,
@@ -196,7 +196,7 @@ def episode_success(
     was_training = model.training
     model.eval()
     try:
-        eps = run_episodes(generate, prompt_ids, envs, tokenizer, grammar_for(template).name, max_turns,
+        eps = run_episodes(generate, prompt_ids, envs, tokenizer, grammar_for(template), max_turns,
                            trajectory_budget(max_turns, max_new_tokens), suffix, tools)
     finally:
         model.train(was_training)
@@ -213,8 +213,8 @@ def evaluate_episodes(
     model: Any,
     tokenizer: Any,
     tasks: Sequence[Sample],
-    template: str,
-    history: str = "native",
+    template: str | PromptTemplate,
+    history: str = "messages",
     **kwargs: Any,
 ) -> dict[str, Any]:
     """`episode_success` on `tasks` rendered with `template` and `history` (keyword arguments pass on)."""

@@ -49,6 +49,7 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from tooltune.config import Registry
 from tooltune.parsing.blocks import (
     CALLS,
     Tags,
@@ -274,7 +275,7 @@ def _render_json(g: Grammar, calls: list[ToolCall], reasoning: str | None) -> st
 
 # --- the registry ----------------------------------------------------------------------------------------
 
-GRAMMARS: dict[str, Grammar] = {}
+GRAMMARS: Registry[Grammar] = Registry("grammar")
 """Every output grammar by name (`register_grammar` adds one)."""
 
 
@@ -285,13 +286,12 @@ def all_tags() -> tuple[str, ...]:
     return tuple(dict.fromkeys(t for g in GRAMMARS.values() for t in (*g.tags, *(g.response or ()))))
 
 
-def register_grammar(grammar: Grammar, replace: bool = False) -> Grammar:
+def register_grammar(grammar: Grammar) -> Grammar:
     """Add `grammar` under its name and return it.
 
     A grammar must render what it decodes: one without a callable `renderer` is refused here
     (TypeError), so that prompt templates, SFT targets and the gold self-check never fall back to
-    another format. A second, different grammar under a registered name is a ValueError unless
-    `replace` is set (a grammar bound to a tokenizer, built again for another one)."""
+    another format. A second, different grammar under a registered name is a ValueError."""
     if not isinstance(grammar, Grammar):
         raise TypeError(f"expected a Grammar, got {type(grammar).__name__}")
     if not callable(grammar.renderer):
@@ -299,10 +299,9 @@ def register_grammar(grammar: Grammar, replace: bool = False) -> Grammar:
             f"grammar {grammar.name!r} has no renderer: give Grammar(..., renderer=f) with "
             "f(grammar, calls, reasoning) -> the answer text its decoder reads back"
         )
-    known = GRAMMARS.get(grammar.name)
-    if known is not None and known != grammar and not replace:
+    if GRAMMARS.get(grammar.name, grammar) != grammar:
         raise ValueError(f"grammar {grammar.name!r} is already registered")
-    GRAMMARS[grammar.name] = grammar
+    GRAMMARS.add(grammar.name, grammar, replace=True)
     all_tags.cache_clear()
     return grammar
 
@@ -323,11 +322,9 @@ for _grammar in (
     register_grammar(_grammar)
 
 
-def get_grammar(grammar: str | Grammar) -> Grammar:
-    """The grammar named `grammar` (a `Grammar` passes through); ValueError names the known ones."""
+def get_grammar(grammar: str | Grammar, key: str = "") -> Grammar:
+    """The grammar named `grammar` (a `Grammar` passes through); `UnknownName` (naming `key`, default
+    ``grammar``) names the closest registered grammars."""
     if isinstance(grammar, Grammar):
         return grammar
-    try:
-        return GRAMMARS[grammar]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown grammar {grammar!r}; known: {sorted(GRAMMARS)}") from None
+    return GRAMMARS.get(grammar if isinstance(grammar, str) else repr(grammar), key=key)

@@ -1,7 +1,7 @@
 """Prompt templates and history rendering: Sample -> chat messages, calls -> answer text, the checks
 that a chat template keeps the reasoning history that rendering kept, and that it can render the tools
 of the ``native`` template (the model's own tool format, parsed by the model's own response parser and
-written by its chat template once `check_tool_support` binds it to a tokenizer). `PromptControls` holds
+written by its chat template once `resolve_native` resolves it against a tokenizer). `PromptControls` holds
 the four choices every renderer takes (template, system prompt, history form, reasoning history).
 `encode_chat` turns messages into token ids with text from outside the model (tools, users) encoded as
 plain text, never as the tokenizer's control tokens."""
@@ -19,21 +19,21 @@ from tooltune.prompts.controls import (
     PromptLike,
     ResolvedPrompt,
     as_prompt,
+    check_history,
     template_of,
 )
 from tooltune.prompts.native import (
     CHAT_TOOLS_COLUMN,
     ChatToolsUnsupported,
-    bind_native,
     chat_tools,
-    check_tool_support,
     native_template_grammar,
     prompt_tools,
     prompt_tools_json,
+    resolve_native,
     row_tools,
     tool_support_problem,
-    unbind_native,
     use_training_chat_template,
+    without_chat_template,
 )
 from tooltune.prompts.native_format import (
     NativeFormatError,
@@ -48,6 +48,7 @@ from tooltune.prompts.templates import (
     TEMPLATES,
     BfclPromptError,
     PromptTemplate,
+    UnresolvedTemplate,
     bfcl_default_system,
     get_template,
     grammar_for,
@@ -57,9 +58,8 @@ from tooltune.prompts.templates import (
     render_answer,
     resolve_template,
     system_prompt_text,
-    tool_signatures,
-    tools_block,
 )
+from tooltune.prompts.tool_listing import TOOL_FORMATS, tool_signatures, tools_block
 
 __all__ = [
     "CHAT_TOOLS_COLUMN",
@@ -71,15 +71,18 @@ __all__ = [
     "encode_plain",
     "NativeFormatError",
     "NativeGrammar",
-    "bind_native",
     "grammar_with_tools",
     "native_grammar",
     "native_template_grammar",
     "training_template_keeping_reasoning",
-    "unbind_native",
+    "UnresolvedTemplate",
+    "check_history",
+    "resolve_native",
     "use_training_chat_template",
+    "without_chat_template",
     "PROBE_MARKER",
     "TEMPLATES",
+    "TOOL_FORMATS",
     "BfclPromptError",
     "ChatToolsUnsupported",
     "PromptControls",
@@ -91,7 +94,6 @@ __all__ = [
     "bfcl_default_system",
     "chat_tools",
     "check_history_reasoning",
-    "check_tool_support",
     "get_template",
     "grammar_for",
     "system_prompt_text",

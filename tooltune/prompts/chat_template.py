@@ -9,7 +9,7 @@ no earlier reasoning at all, and its record says otherwise.
 `history_reasoning_survives(chat_template, template)` renders a short conversation, whose earlier
 assistant turn carries a marker as its reasoning, exactly as `render_prompt` writes it for `template`,
 through the chat template, and says whether the marker is still there. `check_history_reasoning` is
-the call for training and evaluation code: it does nothing unless reasoning is kept in native history
+the call for training and evaluation code: it does nothing unless reasoning is kept in `messages` history
 with a template whose answers carry reasoning (a grammar's reasoning block, or the reasoning field of
 a native grammar's chat template), and then raises `ReasoningHistoryLost` (or logs a warning) naming
 the fix. Where TRL ships a training variant of the stock template (``qwen3_training.jinja``) that keeps
@@ -34,7 +34,7 @@ from jinja2 import nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tooltune.prompts.render import render_prompt
-from tooltune.prompts.templates import get_template
+from tooltune.prompts.templates import PromptTemplate, get_template
 from tooltune.prompts.trl_templates import training_variant
 from tooltune.schema import Sample
 
@@ -104,9 +104,9 @@ def render_chat(
     )
 
 
-def probe_messages(template: str = "tool_n1") -> list[dict[str, str]]:
+def probe_messages(template: str | PromptTemplate = "tool_n1") -> list[dict[str, str]]:
     """A user turn, an assistant turn (one call, reasoning `PROBE_MARKER`), a second user turn, rendered
-    by `render_prompt` in native history with reasoning kept."""
+    by `render_prompt` in `messages` history with reasoning kept."""
     tool = {"name": "probe_tool", "description": "A probe.",
             "parameters": {"type": "object", "properties": {}}}
     sample = Sample(
@@ -122,10 +122,10 @@ def probe_messages(template: str = "tool_n1") -> list[dict[str, str]]:
         tools=[tool],
         answer=[],
     )
-    return render_prompt(sample, template, history="native", keep_reasoning=True, system_prompt="{tools}")
+    return render_prompt(sample, template, history="messages", keep_reasoning=True, system_prompt="{tools}")
 
 
-def _has_reasoning(template: str) -> bool:
+def _has_reasoning(template: str | PromptTemplate) -> bool:
     """Whether `template`'s answers carry reasoning: a reasoning block, or (a native grammar) a reasoning
     field its chat template writes."""
     grammar = get_template(template).grammar
@@ -133,7 +133,7 @@ def _has_reasoning(template: str) -> bool:
 
 
 def history_reasoning_survives(
-    chat_template: Any, template: str = "tool_n1", source: str | None = None
+    chat_template: Any, template: str | PromptTemplate = "tool_n1", source: str | None = None
 ) -> bool:
     """Whether an earlier assistant turn's reasoning, written by `render_prompt` for `template`, is still in
     the text `chat_template` (a tokenizer or a Jinja source; `source`: another template source rendered
@@ -146,7 +146,7 @@ def history_reasoning_survives(
 
 
 def training_template_keeping_reasoning(
-    chat_template: Any, template: str = "native"
+    chat_template: Any, template: str | PromptTemplate
 ) -> tuple[str, str] | None:
     """(name, source) of TRL's training variant of `chat_template` (``qwen3`` -> ``qwen3_training``) when
     the stock template drops earlier reasoning that `template` keeps, and TRL ships a variant that keeps
@@ -165,21 +165,22 @@ def training_template_keeping_reasoning(
 
 def check_history_reasoning(
     chat_template: Any,
-    template: str = "tool_n1",
+    template: str | PromptTemplate = "tool_n1",
     keep_reasoning: bool = True,
-    history: str = "native",
+    history: str = "messages",
     on_loss: str = "error",
     where: str = "",
 ) -> bool:
     """Check that the chat template keeps what `keep_reasoning` keeps; True when nothing is lost.
 
-    Only native history with `keep_reasoning` and a grammar with a reasoning block can lose anything
-    (context history writes earlier turns into one user message). On a loss, `on_loss="error"` raises
+    Only `messages` history with `keep_reasoning` and a grammar with a reasoning block can lose anything
+    (context history writes earlier turns into one user message). A template answered in the model's own
+    format is given resolved (`tooltune.prompts.resolve_native`). On a loss, `on_loss="error"` raises
     `ReasoningHistoryLost` and ``"warn"`` logs a warning and returns False; `where` names the caller
     (e.g. a config key) in the message."""
     if on_loss not in ("error", "warn"):
         raise ValueError(f"on_loss must be 'error' or 'warn', got {on_loss!r}")
-    if not keep_reasoning or history != "native" or history_reasoning_survives(chat_template, template):
+    if not keep_reasoning or history != "messages" or history_reasoning_survives(chat_template, template):
         return True
     tags = get_template(template).grammar.reasoning
     what = f"{tags[0]}…{tags[1]} reasoning" if tags else "reasoning"
@@ -187,7 +188,7 @@ def check_history_reasoning(
     offer = (f"; TRL ships a training variant of this chat template that keeps it ({variant[0]}.jinja, "
              "tooltune.prompts.use_training_chat_template)" if variant else "")
     message = (
-        f"{where + ': ' if where else ''}keep_reasoning is set with native history, but the chat template "
+        f"{where + ': ' if where else ''}keep_reasoning is set with messages history, but the chat template "
         f"removes the {what} of assistant turns before the last user message (as Qwen3's stock template "
         "does), so the model would see none of it. Set keep_reasoning to false to record what the model "
         "sees, use history: context (earlier turns inside one user message), or use a chat template that "

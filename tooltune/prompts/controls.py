@@ -13,10 +13,17 @@ the system prompt, how multi-turn history is serialized and whether earlier reas
 `resolve()` turns the user's values into what rendering needs, once: the `PromptTemplate` object (a
 "module:function" spec registers its template), the system-prompt text (a template's name or a file
 read), and the digest evaluation records (`ResolvedPrompt`).
+
+The template's name is configuration; the template a model answers in can depend on the model
+(``native``: its own tool format). Whoever resolves it against the model's chat template
+(`tooltune.prompts.resolve_native`) hands the value on with `with_template`: the copy's
+`prompt_template`, `grammar` and `resolve()` give that value, while the settings and what runs record
+keep the name.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,8 +34,9 @@ from tooltune.config import ConfigError, option
 from tooltune.parsing import Grammar
 from tooltune.prompts.templates import PromptTemplate, get_template, resolve_template, system_prompt_text
 
-HISTORY_MODES = ("native", "context")
-"""How earlier turns are rendered: role messages (native) or written out in one user turn (context)."""
+HISTORY_MODES = ("messages", "context")
+"""How earlier turns are rendered: each as its own role message for the chat template (messages), or
+written out in one user turn (context)."""
 
 C = TypeVar("C", bound="PromptControls")
 
@@ -42,7 +50,7 @@ class ResolvedPrompt:
     """Prompt controls with every name and file resolved: what rendering reads, computed once."""
 
     template: PromptTemplate
-    history: str = "native"
+    history: str = "messages"
     keep_reasoning: bool = True
     system_prompt: str | None = None
     """The system text that replaces the template's (a ``{tools}`` placeholder receives the tool list);
@@ -88,9 +96,9 @@ class PromptControls:
         "bfcl_strong); empty or none = the template's own.",
     )
     history: str = option(
-        "native",
-        "Multi-turn history: native (role messages through the chat template) or context (the whole "
-        "history in one user turn).",
+        "messages",
+        "Multi-turn history: messages (each earlier turn a role message through the chat template) or "
+        "context (the whole history in one user turn).",
         HISTORY_MODES,
     )
     keep_reasoning: bool = option(True, "Keep the reasoning of earlier assistant turns in the history.")
@@ -100,6 +108,7 @@ class PromptControls:
         registered (a "module:function" spec is loaded here), or the system prompt is a mistyped name or
         an unreadable file; `key` turns a field name into the name the user gave (``data.template``,
         ``--system-prompt``)."""
+        check_history(self.history, key("history"))
         for name in ("template", "system_prompt", "history", "keep_reasoning"):
             meta = PromptControls.__dataclass_fields__[name].metadata
             config_mechanism.check_value(key(name), getattr(self, name), meta.get("choices"))
@@ -116,10 +125,23 @@ class PromptControls:
         self.check()
         return self
 
+    # The resolved template given to `with_template`: left unannotated so that it is no dataclass field
+    # (a value handed on, not a setting: no flag, no YAML key, not in the recorded config).
+    _model_template = None
+
+    def with_template(self: C, template: PromptTemplate) -> C:
+        """A copy whose `prompt_template` is `template`, the template `self.template` names as resolved
+        for one model (`tooltune.prompts.resolve_native`); the settings are unchanged."""
+        if template.name != get_template(self.template).name:
+            raise ValueError(f"with_template: {template.name!r} is not the template {self.template!r}")
+        out = copy.copy(self)
+        out._model_template = template
+        return out
+
     @property
     def prompt_template(self) -> PromptTemplate:
-        """The template object `template` names."""
-        return get_template(self.template, "template", "template")
+        """The template object `template` names (the resolved one given to `with_template`, if any)."""
+        return self._model_template or get_template(self.template, "template")
 
     @property
     def grammar(self) -> Grammar:
@@ -145,20 +167,33 @@ class PromptControls:
         return self.resolve(extra).system_sha256()
 
 
-PromptLike = PromptControls | ResolvedPrompt | str
-"""What the rendering functions take: controls, resolved controls, or a template name (standing for
-`PromptControls(template=name)`)."""
+PromptLike = PromptControls | ResolvedPrompt | PromptTemplate | str
+"""What the rendering functions take: controls, resolved controls, or a template (a name or a value,
+standing for `PromptControls(template=name)` with the value as its template)."""
+
+
+def check_history(history: str, key: str = "history") -> None:
+    """Refuse ``native`` as a history mode with the name of the mode it meant: ``native`` is the template
+    answered in the model's own tool format."""
+    if history == "native":
+        raise ConfigError(
+            f"{key}: 'native' is a template (the model's own tool format), not a history mode: use "
+            "'messages' (each earlier turn a role message through the chat template) or 'context'"
+        )
 
 
 def as_prompt(prompt: PromptLike) -> ResolvedPrompt:
-    """`prompt` resolved; a template name stands for `PromptControls(template=name)`."""
+    """`prompt` resolved; a template name stands for `PromptControls(template=name)`, a template value
+    for the same controls holding it."""
     if isinstance(prompt, ResolvedPrompt):
         return prompt
+    if isinstance(prompt, PromptTemplate):
+        return PromptControls(template=prompt.name).with_template(prompt).resolve()
     if isinstance(prompt, str):
         prompt = PromptControls(template=prompt)
     if not isinstance(prompt, PromptControls):
         raise TypeError(
-            f"expected PromptControls, ResolvedPrompt or a template name, got {type(prompt).__name__}"
+            f"expected PromptControls, ResolvedPrompt or a template, got {type(prompt).__name__}"
         )
     return prompt.resolve()
 

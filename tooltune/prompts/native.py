@@ -13,15 +13,18 @@ the assistant messages' ``tool_calls`` and tool results are ``tool`` messages. A
   the Arrow schema fixed whatever the parameters look like); `row_tools` reads it back.
 - `render_chat(chat_template, messages, tools=…)` (`tooltune.prompts.chat_template`) renders with them.
 
-Answers follow the model's own format: `check_tool_support(tokenizer)` checks the chat template and binds
-the template to `native_template_grammar(tokenizer)` (`bind_native`), the grammar its answers are parsed
-and rendered with from then on in the process:
+Answers follow the model's own format: `resolve_native(tokenizer)` checks the chat template and returns
+the template as a value that holds `native_template_grammar(tokenizer)`, the grammar its answers are
+parsed and rendered with. Whoever resolves it (the trainer, the evaluation runner) passes that value to
+rendering, parsing and rewards; the registered ``native`` template holds no grammar, so two models in one
+process never share one:
 
 - a chat template with a response parser of its own (the tokenizer's ``response_template``, or TRL's for
   a template TRL knows or its training variant: `tooltune.prompts.native_format`) gets a native grammar
   whose decoder is that parser under tooltune's limits and whose renderer is the chat template itself;
-- an unknown template that writes hermes ``<tool_call>`` JSON blocks (the tiny model's) keeps the
-  ``hermes`` grammar, the grammar ``native`` has before any binding;
+- an unknown template that writes hermes ``<tool_call>`` JSON blocks (the tiny model's) gets the
+  ``hermes`` grammar, as does a chat template an endpoint applies (`resolve_native(None)`: structured
+  calls come back as hermes blocks);
 - any other is read by the first of TRL's response templates that reads back its answers.
 
 A chat template that does not list the tools it is given, drops tool calls or tool results, fails on a
@@ -33,6 +36,7 @@ Where a stock template drops earlier reasoning and TRL ships a training variant 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -41,11 +45,11 @@ from typing import Any
 import jinja2
 
 from tooltune.config import ConfigError
-from tooltune.parsing import Grammar, get_grammar, parse_completion, register_grammar
+from tooltune.parsing import Grammar, get_grammar, parse_completion
 from tooltune.prompts.chat_template import render_chat, training_template_keeping_reasoning
 from tooltune.prompts.controls import PromptLike, template_of
 from tooltune.prompts.native_format import NativeFormatError, native_grammar, template_source
-from tooltune.prompts.templates import TEMPLATES, PromptTemplate, get_template, register_template
+from tooltune.prompts.templates import TEMPLATES, PromptTemplate, get_template
 from tooltune.prompts.trl_templates import trl_template_name
 from tooltune.schema import Sample, ToolCall, ToolSpec
 
@@ -199,58 +203,46 @@ def tool_support_problem(chat_template: Any) -> str | None:
     return None
 
 
-_UNBOUND: dict[str, PromptTemplate] = {}
-"""The chat-tools templates as registered before `bind_native` rebound them."""
+SERVED_GRAMMAR = "hermes"
+"""The grammar of a chat-tools template whose chat template is applied by a server (an OpenAI-compatible
+endpoint, verl): structured calls come back written as hermes ``<tool_call>`` blocks."""
 
 
-def bind_native(grammar: Grammar, template: str = "native") -> PromptTemplate:
-    """Make `template` (a template whose tools go to the chat template) parse and render with `grammar`
-    from now on, in this process: its answers, SFT targets and history are the chat template's own.
-    Binding the ``hermes`` grammar restores the template as registered."""
-    tpl = get_template(template)
-    original = _UNBOUND.setdefault(tpl.name, tpl)
-    if grammar == original.grammar:
-        TEMPLATES[tpl.name] = original
-        return original
-    register_grammar(grammar, replace=True)
-    previous = tpl.grammar.name
-    bound = register_template(tpl.name, original.system_source, grammar, original.tools_format, None)
-    if previous != grammar.name:
-        logger.info("template %r now parses and renders with the grammar %r", tpl.name, grammar.name)
-    return bound
+def _with_grammar(tpl: PromptTemplate, grammar: Grammar) -> PromptTemplate:
+    """`tpl` holding `grammar`; a model's own grammar writes its own no-call reply and reasoning, so the
+    template's default reasoning is kept only for the hermes grammar."""
+    keep = grammar == get_grammar(SERVED_GRAMMAR)
+    reasoning = tpl.default_reasoning if keep else None
+    return dataclasses.replace(tpl, answer_grammar=grammar, default_reasoning=reasoning)
 
 
-def unbind_native() -> None:
-    """Restore every template `bind_native` rebound (tests; a process that switches models)."""
-    for name, tpl in _UNBOUND.items():
-        TEMPLATES[name] = tpl
+def resolve_native(
+    chat_template: Any, template: str | PromptTemplate = "native", where: str = "data.template"
+) -> PromptTemplate:
+    """The template `template` as it answers under `chat_template` (a tokenizer or a Jinja source; None:
+    a chat template an endpoint applies, read as ``hermes``).
 
-
-def check_tool_support(
-    chat_template: Any, template: str = "native", where: str = "data.template"
-) -> Grammar | None:
-    """Under a template whose tools go to the chat template, check that `chat_template` (a tokenizer or a
-    Jinja source) carries them and bind the template to the chat template's own format (`bind_native`):
-    returns the grammar its answers are parsed with from now on. Raises `ChatToolsUnsupported` (one line)
-    when the chat template cannot carry the format; returns None under other templates. `where` names
-    the setting in the message."""
+    A template whose tools go to the chat template gets the chat template's own format
+    (`native_template_grammar`) after checking that the chat template carries the tools; any other
+    template (and a template value already resolved) is returned as it is. Raises
+    `ChatToolsUnsupported` (one line) when the chat template cannot carry the format; `where` names the
+    setting in the message."""
     tpl = get_template(template, where)
-    if not tpl.chat_tools:
-        return None
+    if not tpl.chat_tools or tpl.resolved:
+        return tpl
+    if chat_template is None:
+        return _with_grammar(tpl, get_grammar(SERVED_GRAMMAR))
     try:
-        grammar = native_template_grammar(chat_template)
+        return _with_grammar(tpl, native_template_grammar(chat_template))
     except NativeFormatError as e:
         problem = str(e)
-    else:
-        bind_native(grammar, tpl.name)
-        return grammar
     if isinstance(chat_template, str):
         subject = "the chat template"
     else:
         name = getattr(chat_template, "name_or_path", "")
         subject = f"the chat template of the tokenizer {name!r}" if name else "the tokenizer's chat template"
     raise ChatToolsUnsupported(
-        f"{where}: {template!r} renders the tools with the model's own chat template "
+        f"{where}: {tpl.name!r} renders the tools with the model's own chat template "
         f"(apply_chat_template(..., tools=...)), but {subject} {problem}. "
         "Pick a template that lists the tools in its system text instead (e.g. tool_n1 or "
         "tool_n1_compact), or a model whose chat template writes tool calls in a format a response "
@@ -258,20 +250,33 @@ def check_tool_support(
     )
 
 
+def without_chat_template(
+    template: str | PromptTemplate | Grammar, where: str = "template"
+) -> PromptTemplate | Grammar | str:
+    """`template` where no model's chat template is at hand (the data commands, verl's reward process, an
+    endpoint that applies its own): a registered template as `resolve_native(None, …)` resolves it
+    (``hermes`` for the model's own format); a grammar or a grammar's name as it is."""
+    if isinstance(template, Grammar) or (isinstance(template, str) and template not in TEMPLATES
+                                         and ":" not in template):
+        return template
+    return resolve_native(None, template, where)
+
+
 def use_training_chat_template(
-    tokenizer: Any, template: str = "native", where: str = "data.template"
-) -> str | None:
+    tokenizer: Any, template: str | PromptTemplate = "native", where: str = "data.template"
+) -> PromptTemplate | None:
     """Switch `tokenizer` to TRL's training variant of its chat template (``qwen3`` -> ``qwen3_training``)
     when the stock template drops the earlier reasoning `template` keeps and TRL ships a variant that
-    keeps it (`training_template_keeping_reasoning`); a chat-tools `template` is bound to the variant
-    (`check_tool_support`, which probes its answers again). Returns the variant's name; None (and
-    nothing changed) when there is none. Besides keeping earlier reasoning, TRL's variants are
-    prefix-preserving and mark assistant tokens for assistant-only loss."""
-    variant = training_template_keeping_reasoning(tokenizer, template)
+    keeps it (`training_template_keeping_reasoning`). Returns `template` resolved against the variant
+    (`resolve_native`, which probes its answers again): a template resolved against the stock chat
+    template no longer fits the tokenizer. None (and nothing changed) when there is no variant.
+    Besides keeping earlier reasoning, TRL's variants are prefix-preserving and mark assistant tokens
+    for assistant-only loss."""
+    variant = training_template_keeping_reasoning(tokenizer, resolve_native(tokenizer, template, where))
     if variant is None:
         return None
     name, source = variant
     tokenizer.chat_template = source
-    check_tool_support(tokenizer, template, where)
+    resolved = resolve_native(tokenizer, get_template(template, where).name, where)
     logger.info("chat template switched to TRL's %s.jinja, which keeps earlier reasoning", name)
-    return name
+    return resolved

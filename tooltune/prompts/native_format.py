@@ -175,10 +175,22 @@ def template_source(chat_template: Any) -> str | None:
     return source if isinstance(source, str) else None
 
 
+@dataclasses.dataclass(frozen=True)
+class _ChatWriter:
+    """A `Writer` through `chat_template` (a tokenizer, rendering `source` with its special tokens, or a
+    Jinja source); a class, not a closure, so that a grammar holding it pickles with the reward."""
+
+    chat_template: Any
+    source: str
+
+    def __call__(self, messages: list[dict[str, Any]], add_generation_prompt: bool) -> str:
+        if isinstance(self.chat_template, str):
+            return render_chat(self.source, messages, add_generation_prompt=add_generation_prompt)
+        return render_chat(self.chat_template, messages, add_generation_prompt, source=self.source)
+
+
 def _writer(chat_template: Any, source: str) -> Writer:
-    if isinstance(chat_template, str):
-        return lambda messages, gen: render_chat(source, messages, add_generation_prompt=gen)
-    return lambda messages, gen: render_chat(chat_template, messages, gen, source=source)
+    return _ChatWriter(chat_template, source)
 
 
 def _candidates(chat_template: Any, source: str) -> list[tuple[str, str, dict[str, Any]]]:

@@ -2,7 +2,7 @@
 
 arXiv 2606.00135 shows that multi-turn scores move with how history is serialized, so both forms
 are first-class and every caller states its choice:
-- ``native``: each earlier turn keeps its role; earlier assistant calls are rendered in the
+- ``messages``: each earlier turn keeps its role; earlier assistant calls are rendered in the
   template's grammar and tool results are ``tool`` messages, for the tokenizer's chat template. Under
   a template whose tools go to the chat template (``native``), earlier calls are OpenAI-style
   ``tool_calls`` of the assistant message instead, and the chat template writes them itself.
@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from tooltune.parsing import Grammar
-from tooltune.prompts.controls import HISTORY_MODES, PromptControls, ResolvedPrompt, as_prompt
+from tooltune.prompts.controls import HISTORY_MODES, PromptControls, ResolvedPrompt, as_prompt, check_history
 from tooltune.prompts.templates import PromptTemplate, _clean_reasoning, get_template, render_answer
 from tooltune.schema import Sample, calls_from_any
 
@@ -70,46 +70,49 @@ def _history(sample: Sample) -> tuple[list[str], list[dict[str, Any]]]:
 
 
 def _prompt(
-    prompt: str | PromptControls | ResolvedPrompt,
+    prompt: str | PromptTemplate | PromptControls | ResolvedPrompt,
     history: str | None,
     keep_reasoning: bool | None,
     system_prompt: str | None,
 ) -> ResolvedPrompt:
     """The resolved controls of a `render_prompt` call, in either of its two forms."""
-    if not isinstance(prompt, str):
+    if not isinstance(prompt, (str, PromptTemplate)):
         if (history, keep_reasoning, system_prompt) != (None, None, None):
             raise TypeError("render_prompt: give history, keep_reasoning and system_prompt inside the "
                             "PromptControls, not next to it")
         return as_prompt(prompt)
-    return ResolvedPrompt(get_template(prompt), "native" if history is None else history,
-                          True if keep_reasoning is None else keep_reasoning, system_prompt, prompt)
+    template = get_template(prompt)
+    return ResolvedPrompt(template, "messages" if history is None else history,
+                          True if keep_reasoning is None else keep_reasoning, system_prompt,
+                          prompt if isinstance(prompt, str) else template.name)
 
 
 def render_prompt(
     sample: Sample,
-    template: str | PromptControls | ResolvedPrompt = "tool_n1",
+    template: str | PromptTemplate | PromptControls | ResolvedPrompt = "tool_n1",
     history: str | None = None,
     keep_reasoning: bool | None = None,
     system_prompt: str | None = None,
 ) -> list[dict[str, Any]]:
     """Chat messages (system first, when there is system text) that ask the model for `sample`'s answer.
 
-    `template` is a `PromptControls` (or its `resolve()`d form), or a template name with the keyword
-    form: `history` ("native"), `keep_reasoning` (True) and `system_prompt`, the system text itself
-    (None = the template's own). The system text replaces the template's (a system-prompt variant under
-    evaluation); a ``{tools}`` placeholder in it receives the tool list. A sample's own system
+    `template` is a `PromptControls` (or its `resolve()`d form), or a template (a name or a value) with
+    the keyword form: `history` ("messages"), `keep_reasoning` (True) and `system_prompt`, the system
+    text itself (None = the template's own). The system text replaces the template's (a system-prompt
+    variant under evaluation); a ``{tools}`` placeholder in it receives the tool list. A sample's own system
     messages are appended to it. A template whose tools go to the chat template
     (`PromptTemplate.chat_tools`) leaves them out of the messages: `tooltune.prompts.native.prompt_tools`
     gives them to whoever applies the chat template.
     """
     p = _prompt(template, history, keep_reasoning, system_prompt)
     history, keep_reasoning, tpl = p.history, p.keep_reasoning, p.template
+    check_history(history)
     if history not in HISTORY_MODES:
         raise ValueError(f"unknown history mode {history!r}; expected one of {HISTORY_MODES}")
     systems, turns = _history(sample)
     system = "\n\n".join(t for t in (tpl.system_prompt(sample.tools, p.system_prompt), *systems) if t)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    if history == "native":
+    if history == "messages":
         for m in turns:
             if m["role"] == "assistant" and tpl.chat_tools:
                 messages.append(_tool_call_message(m, keep_reasoning, tpl.grammar))

@@ -25,13 +25,16 @@ the ``bfcl`` ones, whose text is bfcl-eval's own:
   OpenAI-style function schemas to the tokenizer's chat template (``apply_chat_template(messages,
   tools=…)``, `tooltune.prompts.native`), which lists them as the model was trained to read them;
   answers are in the ``hermes`` grammar (one ``<tool_call>`` JSON object per call, free text elsewhere,
-  a plain text reply when no call is made) until `tooltune.prompts.check_tool_support` binds the
-  template to a tokenizer's own format (`tooltune.prompts.native_format`: parsed by the model's own
-  response parser, written by its chat template).
+  answers in the model's own format, which depends on the model: the registered template holds no
+  grammar, and `tooltune.prompts.resolve_native` resolves it against a chat template into a template
+  value that holds one (`tooltune.prompts.native_format`: parsed by the model's own response parser,
+  written by its chat template; ``hermes`` for a chat template an endpoint applies). Asking an
+  unresolved template for its grammar raises `UnresolvedTemplate`.
 
 Each template holds its output grammar (`tooltune.parsing.Grammar`); nothing else maps template names
-to grammars. Answers are rendered by that grammar (`Grammar.render`, the inverse of its decoder);
-`render_answer` only adds the template's own default reasoning. A template name may also be a
+to grammars. `TEMPLATES` and `TOOL_FORMATS` (`tooltune.prompts.tool_listing`) are `Registry`
+instances (an unknown name raises `UnknownName` with the closest names). Answers are rendered by that
+grammar (`Grammar.render`, the inverse of its decoder); `render_answer` only adds the template's own default reasoning. A template name may also be a
 "module:function" spec (`resolve_template`), loaded the first time it is looked up.
 """
 
@@ -47,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooltune.config import ConfigError, check_prompt_text, unknown_name
+from tooltune.config import ConfigError, Registry, UnknownName, check_prompt_text, unknown_name
 from tooltune.parsing import (
     GRAMMARS,
     NO_CALL_REPLY,
@@ -60,60 +63,12 @@ from tooltune.parsing import (
     register_grammar,
 )
 from tooltune.parsing.render import strip_tags
+from tooltune.prompts.tool_listing import TOOL_FORMATS
 from tooltune.schema import ToolCall, ToolSpec
 
 TOOLRL_NO_CALL_REPLY = NO_CALL_REPLY
 """The `<response>` of a ToolRL-format answer that makes no call, and the plain reply of a ``native`` one
 (the data has no reply text): `tooltune.parsing.NO_CALL_REPLY`."""
-
-
-def tools_block(tools: Sequence[ToolSpec]) -> str:
-    """One compact JSON object per tool, one per line."""
-    return "\n".join(json.dumps(t.to_dict(), ensure_ascii=False, separators=(", ", ": ")) for t in tools)
-
-
-def _signature_type(schema: Any) -> str:
-    if not isinstance(schema, dict):
-        return "any"
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return "|".join(v if isinstance(v, str) else json.dumps(v) for v in schema["enum"])
-    kind = schema.get("type", "any")
-    if kind == "array":
-        return f"list[{_signature_type(schema.get('items'))}]"
-    return "|".join(map(str, kind)) if isinstance(kind, list) else str(kind)
-
-
-def tool_signatures(tools: Sequence[ToolSpec]) -> str:
-    """One signature line per tool, e.g. ``get_weather(city: string, unit: celsius|fahrenheit)``.
-
-    Optional parameters end in ``?``; the description follows `` - ``. Fewer tokens than
-    `tools_block` (quickstart prompts: 71 tokens on average instead of 105): the format for small models
-    whose cost grows with prompt length and that learn to copy arguments faster from shorter prompts."""
-    lines = []
-    for t in tools:
-        required = set(t.required)
-        params = ", ".join(
-            f"{name}{'' if name in required else '?'}: {_signature_type(schema)}"
-            for name, schema in t.properties.items()
-        )
-        lines.append(f"{t.name}({params})" + (f" - {t.description}" if t.description else ""))
-    return "\n".join(lines)
-
-
-def tools_json_list(tools: Sequence[ToolSpec]) -> str:
-    """The tools as one JSON list indented by 4, the way bfcl-eval lists functions in its prompt."""
-    return json.dumps([t.to_dict() for t in tools], indent=4)
-
-
-def no_tools_listing(tools: Sequence[ToolSpec]) -> str:
-    """Nothing: the chat template lists the tools (`tooltune.prompts.native.chat_tools`)."""
-    return ""
-
-
-TOOL_FORMATS = {"json": tools_block, "signatures": tool_signatures, "json_list": tools_json_list,
-                "chat_template": no_tools_listing}
-"""How a template lists the offered tools inside its system prompt (``chat_template``: not at all; the
-tools go to the tokenizer's chat template, and a ``{tools}`` placeholder is left empty)."""
 
 
 TOOL_N1_SYSTEM = """You are an assistant that completes the user's task by calling tools when they help.
@@ -233,8 +188,8 @@ def render_answer(
     if isinstance(template, Grammar):
         grammar, default_reasoning = template, None
     else:
-        tpl = template if isinstance(template, PromptTemplate) else TEMPLATES.get(template)
-        if tpl is None and isinstance(template, str) and ":" in template:
+        tpl = template if isinstance(template, PromptTemplate) else None
+        if isinstance(template, str) and (template in TEMPLATES or ":" in template):
             tpl = get_template(template)
         grammar = tpl.grammar if tpl is not None else get_grammar(template)
         default_reasoning = tpl.default_reasoning if tpl is not None else None
@@ -242,20 +197,47 @@ def render_answer(
                           fill_reasoning=fill_reasoning, default_reasoning=default_reasoning)
 
 
+class UnresolvedTemplate(ConfigError):
+    """A template answered in the model's own format was asked for its grammar before it was resolved
+    against the model's chat template (`tooltune.prompts.resolve_native`)."""
+
+
 @dataclass(frozen=True)
 class PromptTemplate:
-    """A named system prompt plus the output grammar it teaches."""
+    """A named system prompt plus the output grammar it teaches; an immutable value."""
 
     name: str
     system_source: str | Callable[[], str]
     """Text with a {tools} placeholder (and {rejection} for r2if), or a function returning it, called
     the first time the text is needed (`system`)."""
-    grammar: Grammar
-    """The output grammar the prompt asks for: parsing, rewards and tags all come from it."""
+    answer_grammar: Grammar | None
+    """The output grammar the prompt asks for (parsing, rewards and tags all come from it); None for a
+    template answered in the model's own format until `tooltune.prompts.resolve_native` resolves it."""
     tools_format: str = "json"
     """A `TOOL_FORMATS` key: how {tools} is rendered."""
     default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None
     """Writes the reasoning of a rendered answer when the data has none (None: the grammar's default)."""
+
+    @property
+    def grammar(self) -> Grammar:
+        """`answer_grammar`; `UnresolvedTemplate` when the template still waits for the model's format."""
+        if self.answer_grammar is None:
+            raise UnresolvedTemplate(
+                f"template {self.name!r} answers in the model's own tool format, which this template value "
+                f"does not hold yet: resolve it against the model's chat template "
+                f"(tooltune.prompts.resolve_native(tokenizer, {self.name!r}); None for a chat template an "
+                "endpoint applies) and pass the resolved template instead of its name"
+            )
+        return self.answer_grammar
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the template holds its output grammar (always, except a chat-tools template's
+        registered form)."""
+        return self.answer_grammar is not None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> PromptTemplate:
+        return self  # immutable; a resolved grammar may hold a tokenizer that is not worth copying
 
     @property
     def system(self) -> str:
@@ -305,36 +287,45 @@ def _native_reply(calls: Sequence[ToolCall]) -> str:
     return "" if calls else TOOLRL_NO_CALL_REPLY
 
 
-TEMPLATES: dict[str, PromptTemplate] = {
-    "tool_n1": PromptTemplate("tool_n1", TOOL_N1_SYSTEM, GRAMMARS["tool_n1"]),
-    "r2if": PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
-    "bfcl": PromptTemplate("bfcl", bfcl_default_system, GRAMMARS["python"], "json_list"),
-    "bfcl_strong": PromptTemplate("bfcl_strong", bfcl_strong_system, GRAMMARS["python"], "json_list"),
-    "toolrl": PromptTemplate("toolrl", TOOLRL_SYSTEM, GRAMMARS["toolrl"]),
-    "tool_n1_compact": PromptTemplate(
-        "tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures", _compact_reasoning
-    ),
-    "native": PromptTemplate("native", "", GRAMMARS["hermes"], "chat_template", _native_reply),
-}
+TEMPLATES: Registry[PromptTemplate] = Registry("template")
+"""Every prompt template by name (`register_template` adds one)."""
+for _template in (
+    PromptTemplate("tool_n1", TOOL_N1_SYSTEM, GRAMMARS["tool_n1"]),
+    PromptTemplate("r2if", R2IF_SYSTEM, GRAMMARS["r2if"]),
+    PromptTemplate("bfcl", bfcl_default_system, GRAMMARS["python"], "json_list"),
+    PromptTemplate("bfcl_strong", bfcl_strong_system, GRAMMARS["python"], "json_list"),
+    PromptTemplate("toolrl", TOOLRL_SYSTEM, GRAMMARS["toolrl"]),
+    PromptTemplate("tool_n1_compact", TOOL_N1_COMPACT_SYSTEM, GRAMMARS["tool_n1"], "signatures",
+                   _compact_reasoning),
+    PromptTemplate("native", "", None, "chat_template", _native_reply),
+):
+    TEMPLATES.register(_template)
 
 
 def register_template(
     name: str,
     system: str | Callable[[], str],
-    grammar: str | Grammar,
+    grammar: str | Grammar | None,
     tools_format: str = "json",
     default_reasoning: Callable[[Sequence[ToolCall]], str] | None = None,
 ) -> PromptTemplate:
     """Add a prompt template (e.g. a compact system prompt for a tiny model) answered in `grammar`;
     `system` is the text or a function returning it on first use; `tools_format` is a `TOOL_FORMATS` key.
+    `grammar` None (only with ``tools_format="chat_template"``): the model's own format, resolved per
+    model by `tooltune.prompts.resolve_native`.
 
     A `Grammar` object that is not registered yet is registered here (`tooltune.parsing.register_grammar`:
-    one without a renderer is refused), so that every template's answers can be rendered."""
-    if tools_format not in TOOL_FORMATS:
-        raise ValueError(f"unknown tools_format {tools_format!r}; known: {sorted(TOOL_FORMATS)}")
-    g = register_grammar(grammar) if isinstance(grammar, Grammar) else get_grammar(grammar)
-    TEMPLATES[name] = PromptTemplate(name, system, g, tools_format, default_reasoning)
-    return TEMPLATES[name]
+    one without a renderer is refused), so that every template's answers can be rendered. Registering
+    the same name again replaces the template."""
+    TOOL_FORMATS.get(tools_format)  # UnknownName for a tools format that is not registered
+    if grammar is None and tools_format != "chat_template":
+        raise ValueError(f"template {name!r}: only a chat_template tools format leaves the grammar to the model")
+    if isinstance(grammar, Grammar):
+        answer_grammar: Grammar | None = register_grammar(grammar)
+    else:
+        answer_grammar = None if grammar is None else get_grammar(grammar)
+    template = PromptTemplate(name, system, answer_grammar, tools_format, default_reasoning)
+    return TEMPLATES.add(name, template, replace=True)
 
 
 _SPECS: dict[str, str] = {}
@@ -357,37 +348,36 @@ def resolve_template(spec: str, key: str = "template") -> str:
             name = func() if callable(func) else func
             if not isinstance(name, str):
                 raise ConfigError(f"{key}: {spec!r} did not return a template name")
-            if name not in TEMPLATES:
-                raise unknown_name(key, "template", name, TEMPLATES)
+            TEMPLATES.get(name, key=key)
             _SPECS[spec] = name
         return _SPECS[spec]
-    raise unknown_name(key, "template", spec, TEMPLATES)
+    return TEMPLATES.get(spec if isinstance(spec, str) else repr(spec), key=key).name  # UnknownName
 
 
-def get_template(name: str, key: str = "template", what: str = "prompt template") -> PromptTemplate:
+def get_template(name: str | PromptTemplate, key: str = "template") -> PromptTemplate:
     """The registered template `name` (or the one a "module:function" spec registers,
-    `resolve_template`); otherwise a ConfigError naming `key`, `what` was looked up and the closest
-    names."""
-    try:
-        return TEMPLATES[name]
-    except (KeyError, TypeError):
-        if isinstance(name, str) and ":" in name:
-            return TEMPLATES[resolve_template(name, key)]
-        raise unknown_name(key, what, name, TEMPLATES) from None
+    `resolve_template`; a `PromptTemplate` value passes through); otherwise `UnknownName` naming `key`
+    and the closest names."""
+    if isinstance(name, PromptTemplate):
+        return name
+    if isinstance(name, str) and ":" in name and name not in TEMPLATES:
+        return TEMPLATES[resolve_template(name, key)]
+    return TEMPLATES.get(name if isinstance(name, str) else repr(name), key=key)
 
 
-def grammar_for(name: str | Grammar, key: str = "template") -> Grammar:
-    """The grammar of template `name` (or of a "module:function" spec), or the grammar called `name`
-    (templates take precedence); a ConfigError naming `key` and the closest names otherwise."""
+def grammar_for(name: str | PromptTemplate | Grammar, key: str = "template") -> Grammar:
+    """The grammar of template `name` (a template value, a registered name or a "module:function"
+    spec), or the grammar called `name` (templates take precedence); `UnknownName` naming `key` and the
+    closest names otherwise, `UnresolvedTemplate` for a template still waiting for the model's format."""
     if isinstance(name, Grammar):
         return name
-    if name in TEMPLATES:
-        return TEMPLATES[name].grammar
+    if isinstance(name, PromptTemplate) or name in TEMPLATES:
+        return get_template(name).grammar
     if name in GRAMMARS:
         return GRAMMARS[name]
     if isinstance(name, str) and ":" in name:
         return get_template(name, key).grammar
-    raise unknown_name(key, "template or grammar", name, {**TEMPLATES, **GRAMMARS})
+    raise UnknownName(str(unknown_name(key, "template or grammar", name, [*TEMPLATES, *GRAMMARS])))
 
 
 def _existing_file(spec: str) -> Path | None:

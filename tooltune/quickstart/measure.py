@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooltune.generation import HFBackend, Sampling, score_samples
 from tooltune.models import load_model_and_tokenizer
+from tooltune.prompts import resolve_native
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.stats import summarize
 from tooltune.schema import Sample
@@ -54,7 +55,8 @@ def _score(
     sampling = Sampling(
         temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
     )
-    return score_samples(be, samples, t.data, n, sampling, seeds=seed)
+    prompt = t.data.with_template(resolve_native(be.tokenizer, t.data.template, "train.data.template"))
+    return score_samples(be, samples, prompt, n, sampling, seeds=seed)
 
 
 def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:

@@ -38,8 +38,8 @@ import torch
 
 from tooltune import config as config_mechanism
 from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, build_splits, entity_tokens, sft_calls
-from tooltune.models import build_tiny_model
-from tooltune.prompts import render_answer, render_prompt
+from tooltune.models import CHAT_TEMPLATE, build_tiny_model
+from tooltune.prompts import render_answer, render_prompt, resolve_native
 from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.measure import backend, greedy, load, pass_at_k, run_device
@@ -244,7 +244,8 @@ def _count(samples: Sequence[Sample]) -> dict[str, int]:
 
 
 def stage_model(p: Pipeline) -> dict[str, Any]:
-    template = p.cfg.train.data.template
+    # the tiny model is built with CHAT_TEMPLATE: its format is known before the model exists
+    template = resolve_native(CHAT_TEMPLATE, p.cfg.train.data.template, "train.data.template")
     corpus = []
     for s in p.splits()["train"]:
         msgs = render_prompt(s, template)
@@ -291,6 +292,12 @@ def stage_eval_sft_continued(p: Pipeline) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- SFT
+def _sft_rows(tcfg: TrainConfig, tok: Any, p: Pipeline) -> list[dict[str, Any]]:
+    """The SFT rows of the training split, in the template `tok`'s model answers in."""
+    tcfg.data = tcfg.data.with_template(resolve_native(tok, tcfg.data.template, "train.data.template"))
+    return config_sft_rows(tcfg, p.splits()["train"])
+
+
 def stage_sft(p: Pipeline) -> dict[str, Any]:
     """The warm start: SFT checked every `eval_every` steps from `min_steps` on; the first check at or
     above the threshold stops it, the best check so far is kept in models/sft (loop state included,
@@ -301,7 +308,7 @@ def stage_sft(p: Pipeline) -> dict[str, Any]:
     resuming = is_complete(progress)
     device = run_device(p.cfg)
     model, tok = load(progress if resuming else p.model_dir("base"), device)
-    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]), device)
+    loop = SFTLoop.from_config(tcfg, model, tok, _sft_rows(tcfg, tok, p), device)
     state: dict[str, Any] = {"curve": [], "best_step": None, "best_accuracy": -1.0, "reached": False}
     if resuming:
         state = loop.restore(progress)
@@ -348,7 +355,7 @@ def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
     tcfg = p.train_config("sft")
     device = run_device(p.cfg)
     model, tok = load(p.model_dir("sft"), device)
-    loop = SFTLoop.from_config(tcfg, model, tok, config_sft_rows(tcfg, p.splits()["train"]), device)
+    loop = SFTLoop.from_config(tcfg, model, tok, _sft_rows(tcfg, tok, p), device)
     loop.restore(p.model_dir("sft"))
     dg = p.cfg.train.diagnostics
     val = p.splits()["val"][: min(dg.eval_samples, p.cfg.train.data.max_val_samples or dg.eval_samples)]

@@ -21,7 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooltune.parsing import (
+    GRAMMARS,
     MODES,
+    Grammar,
     Parts,
     get_grammar,
     parse_call_names,
@@ -29,7 +31,7 @@ from tooltune.parsing import (
     parse_completion,
     parse_parts,
 )
-from tooltune.prompts import CHAT_TOOLS_COLUMN, grammar_for, grammar_with_tools, row_tools
+from tooltune.prompts import CHAT_TOOLS_COLUMN, PromptTemplate, grammar_for, grammar_with_tools, row_tools
 from tooltune.schema import Parsed, SchemaError, ToolCall, calls_from_any, loads_record
 
 logger = logging.getLogger(__name__)
@@ -94,8 +96,8 @@ class ParseCache:
         self.tools = tools
         self._parsed: dict[tuple[str, str], Any] = {}
 
-    def get(self, grammar: str, mode: str = "strict") -> Parsed:
-        """The parse of the text under grammar `grammar` (a name) and `mode` (or `LENIENT`)."""
+    def get(self, grammar: str | Grammar, mode: str = "strict") -> Parsed:
+        """The parse of the text under grammar `grammar` (a name or a value) and `mode` (or `LENIENT`)."""
         key = (grammar, mode)
         parsed = self._parsed.get(key)
         if parsed is None:
@@ -107,14 +109,14 @@ class ParseCache:
             self._parsed[key] = parsed
         return parsed
 
-    def parts(self, grammar: str, mode: str = "strict") -> Parts:
+    def parts(self, grammar: str | Grammar, mode: str = "strict") -> Parts:
         """The format's two halves under `mode` (`tooltune.parsing.parse_parts`)."""
         key = (grammar, "parts:" + mode)
         if key not in self._parsed:
             self._parsed[key] = parse_parts(self.text, grammar, mode)
         return self._parsed[key]
 
-    def names(self, grammar: str) -> list[str] | None:
+    def names(self, grammar: str | Grammar) -> list[str] | None:
         """The function names of the calls-only read (`tooltune.parsing.parse_call_names`)."""
         key = (grammar, "names")
         if key not in self._parsed:
@@ -122,7 +124,7 @@ class ParseCache:
         return self._parsed[key]
 
 
-def check_template(template: str, format_mode: str, where: str) -> None:
+def check_template(template: str | PromptTemplate | Grammar, format_mode: str, where: str) -> None:
     """Configuration errors surface at construction, not as silent zeros during training."""
     try:
         grammar_for(template)
@@ -132,6 +134,13 @@ def check_template(template: str, format_mode: str, where: str) -> None:
         raise ValueError(f"{where}.format_mode: expected one of {MODES}, got {format_mode!r}")
 
 
+def grammar_key(grammar: Grammar) -> str | Grammar:
+    """How a reward holds `grammar`: a registered grammar by its name (a reward unpickled in another
+    process finds it there, whatever templates that process registered), any other (a model's own
+    format) as the value itself, which pickles with the reward."""
+    return grammar.name if grammar.name in GRAMMARS and GRAMMARS[grammar.name] is grammar else grammar
+
+
 class Reward(abc.ABC):
     """Base class: subclasses set `name`, `lo`, `hi` and implement `score`."""
 
@@ -139,12 +148,14 @@ class Reward(abc.ABC):
     lo = 0.0
     hi = 1.0
 
-    def __init__(self, template: str = "tool_n1", format_mode: str = "strict") -> None:
+    def __init__(
+        self, template: str | PromptTemplate | Grammar = "tool_n1", format_mode: str = "strict"
+    ) -> None:
+        """`template`: a template name, a template value (one resolved for a model's own format,
+        `tooltune.prompts.resolve_native`) or a grammar."""
         check_template(template, format_mode, type(self).__name__)
-        self.template = template
-        # The grammar's name, not the template name, is what parsing needs: resolved now, so that a
-        # reward unpickled in another process does not depend on templates registered there.
-        self.grammar = grammar_for(template).name
+        self.template = template if isinstance(template, str) else template.name
+        self.grammar = grammar_key(grammar_for(template))
         self.format_mode = format_mode
 
     def __repr__(self) -> str:

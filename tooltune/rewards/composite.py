@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tooltune.config import ConfigError, unknown_name
+from tooltune.prompts import PromptTemplate
 from tooltune.rewards.base import parse_contexts
 from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, reward_params
 
@@ -30,7 +31,7 @@ class CompositeReward:
     def __init__(
         self,
         components: Mapping[str, float] | Sequence[str],
-        template: str = "tool_n1",
+        template: str | PromptTemplate = "tool_n1",
         format_mode: str = "strict",
         **params: Any,
     ) -> None:
@@ -38,7 +39,8 @@ class CompositeReward:
         if not weights:
             raise ValueError("CompositeReward needs at least one component")
         self.weights = {str(k): float(v) for k, v in weights.items()}
-        self.template, self.format_mode = template, format_mode
+        self.template = template if isinstance(template, str) else template.name
+        self.format_mode = format_mode
         self.params = dict(params)
         per = {k: dict(v) for k, v in params.items() if k in self.weights and isinstance(v, Mapping)}
         flat = {k: v for k, v in params.items() if k not in per}
@@ -70,7 +72,7 @@ class CompositeReward:
         return cls(**spec)
 
     @classmethod
-    def from_config(cls, config: Any, default_template: str = "tool_n1") -> CompositeReward:
+    def from_config(cls, config: Any, default_template: str | PromptTemplate = "tool_n1") -> CompositeReward:
         """Build from tooltune.training.config.RewardConfig (or any object / mapping with its fields):
         `build_reward` with the config's template, else `default_template`."""
         template = _field(config, "template", "") or default_template
@@ -115,10 +117,10 @@ def _field(config: Any, name: str, default: Any) -> Any:
     return getattr(config, name, default)
 
 
-def build_reward(config: Any, template: str, key: str = "reward") -> CompositeReward:
+def build_reward(config: Any, template: str | PromptTemplate, key: str = "reward") -> CompositeReward:
     """The reward composition of `config` (the fields of `tooltune.training.config.RewardConfig`:
     components, format_mode, require_format, params; an object or a mapping) for completions in
-    `template` (a template or grammar name).
+    `template` (a template or grammar name, or a template value resolved for a model's own format).
 
     `require_format: false` is handed to the components that take it (the binary-style ones); when
     none does, it is refused rather than ignored. Building loads nothing heavy (a CER student and the

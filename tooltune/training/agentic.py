@@ -32,7 +32,7 @@ from tooltune.generation import (
     reset_environments,
     run_episodes,
 )
-from tooltune.prompts import grammar_for, row_tools
+from tooltune.prompts import PromptTemplate, grammar_for, row_tools
 from tooltune.rewards.base import load_json_column
 from tooltune.schema import Sample, ToolSpec, calls_from_any
 
@@ -78,9 +78,9 @@ class AgenticRollout:
     Needs the rows of the batch: `ToolTuneGRPOTrainer` keeps them in `tooltune.batch_inputs` before it
     generates."""
 
-    def __init__(self, template: str, max_turns: int, max_tokens: int, environment: str = "",
+    def __init__(self, template: str | PromptTemplate, max_turns: int, max_tokens: int, environment: str = "",
                  settings: EnvironmentSettings | None = None) -> None:
-        self.grammar = grammar_for(template).name
+        self.grammar = grammar_for(template)
         self.max_turns, self.max_tokens, self.environment = max_turns, max_tokens, environment
         self.settings = settings
         self._suffix: ToolSuffix | None = None
@@ -121,7 +121,7 @@ def log_episodes(metrics: dict[str, list[float]], eps: Sequence[Episode]) -> Non
 class EpisodeScorer:
     """Held-out success rate of greedy episodes on training-style rows (`HeldOutEval`'s scorer)."""
 
-    def __init__(self, template: str, max_turns: int, max_new_tokens: int, batch_size: int,
+    def __init__(self, template: str | PromptTemplate, max_turns: int, max_new_tokens: int, batch_size: int,
                  environment: str = "", settings: EnvironmentSettings | None = None) -> None:
         self.template, self.max_turns, self.environment = template, max_turns, environment
         self.settings = settings

@@ -21,7 +21,7 @@ from tooltune.environments import ENVIRONMENTS, EnvironmentSettings
 from tooltune.environments.mcp import ENVIRONMENT as MCP_ENVIRONMENT
 from tooltune.environments.mcp import McpSettings
 from tooltune.generation import trajectory_budget
-from tooltune.prompts import PromptControls, system_prompt_text
+from tooltune.prompts import PromptControls, PromptTemplate, get_template, resolve_native, system_prompt_text
 from tooltune.prompts import resolve_template as _resolve_template
 from tooltune.rewards import CompositeReward
 from tooltune.rewards import build_reward as _build_reward
@@ -335,13 +335,21 @@ class TrainConfig:
             raise ConfigError("sft.enabled / grpo.enabled: at least one stage must be enabled")
         self.data.check(lambda name: f"data.{name}")
         key = "reward.template" if self.reward.template else "data.template"
-        build_reward(self.reward, resolve_template(self.reward_template(), key))
+        # the model's own format is resolved per model; its endpoint form checks the reward settings here
+        build_reward(self.reward, resolve_native(None, resolve_template(self.reward_template(), key), key))
         self._check_agentic()
         return self
 
     def reward_template(self) -> str:
         """The template the completions are scored in, as given: reward.template, else data.template."""
         return self.reward.template or self.data.template
+
+    def answer_template(self) -> PromptTemplate:
+        """The template value the completions are scored in: reward.template's, else `data`'s
+        `prompt_template` (the model's resolved one when `data` holds it, `PromptControls.with_template`)."""
+        if self.reward.template and self.reward.template != self.data.template:
+            return get_template(resolve_template(self.reward.template, "reward.template"))
+        return self.data.prompt_template
 
     def _check_agentic(self) -> None:
         """Episode rewards need episodes, and episodes need an episode reward."""

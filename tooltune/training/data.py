@@ -140,7 +140,7 @@ def config_sft_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]
 def rows_dataset(rows: Sequence[dict[str, Any]]) -> Any:
     """A `datasets.Dataset` of training rows that gives every row back exactly.
 
-    The messages of a ``native`` history carry ``tool_calls`` whose arguments take any shape; Arrow
+    History messages under ``native`` carry ``tool_calls`` whose arguments take any shape; Arrow
     would merge all of them into one struct type (a key absent from a call comes back as null) or
     refuse arguments whose types differ between rows. Fields whose shape differs between rows are stored
     as JSON instead (``on_mixed_types="use_json"``); rows of plain string messages are stored as before."""

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
-from tooltune.prompts import grammar_for, row_tools
+from tooltune.prompts import PromptTemplate, grammar_for, row_tools
 from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ HELDOUT_SAMPLES_KEY = "tooltune/heldout_samples"
 class RegionTagger:
     """Maps completion token ids to region codes (0 other, 1 reasoning, 2 tool call) by decoding."""
 
-    def __init__(self, tokenizer: Any, template: str) -> None:
+    def __init__(self, tokenizer: Any, template: str | PromptTemplate) -> None:
         self.tokenizer = tokenizer
         grammar = grammar_for(template)
         self.tags = (grammar.reasoning, grammar.call) if grammar.reasoning and grammar.call else None
@@ -224,7 +224,7 @@ def greedy_exact_match(
     model: Any,
     tokenizer: Any,
     rows: list[dict[str, Any]],
-    template: str,
+    template: str | PromptTemplate,
     max_new_tokens: int = 256,
     batch_size: int = 16,
 ) -> float:
@@ -261,7 +261,7 @@ class HeldOutEval(TrainerCallback):
         self,
         trainer: Any,
         rows: list[dict[str, Any]],
-        template: str,
+        template: str | PromptTemplate,
         every: int = 0,
         max_new_tokens: int = 256,
         batch_size: int = 16,

@@ -31,7 +31,7 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
 from tooltune.models import load_model_and_tokenizer, load_tokenizer
-from tooltune.prompts import check_history_reasoning, check_tool_support, get_template
+from tooltune.prompts import check_history_reasoning, get_template, resolve_native
 from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, check_inputs, write_identity
 from tooltune.training import lora
@@ -163,9 +163,7 @@ def grpo_args(
 def build_reward_funcs(cfg: TrainConfig) -> list[Any]:
     """The config's reward composition (`training.config.build_reward`, the one construction that
     `TrainConfig.validate` also checks) behind its TRL adapter, which logs every component."""
-    rc = cfg.reward
-    template = resolve_template(rc.template or cfg.data.template, "reward.template")
-    return [TRLRewardFunction(build_reward(rc, template))]
+    return [TRLRewardFunction(build_reward(cfg.reward, cfg.answer_template()))]
 
 
 def _load(cfg: TrainConfig, path: str, cpu: bool) -> tuple[Any, Any]:
@@ -223,17 +221,20 @@ def _train(
     if resume and _finished(cfg, run_dir):
         logger.warning("%s: this run has finished; nothing to resume", run_dir)
         return run_dir
+    if get_template(cfg.data.template).chat_tools:
+        # The model's own format renders the rows' history and writes SFT targets, rewards and rollouts:
+        # resolved once from the model's tokenizer and handed on with the config (the chat template is
+        # checked again per stage).
+        cfg.check_model()
+        tokenizer = load_tokenizer(cfg.model.name_or_path, cfg.model.trust_remote_code)
+        cfg = copy.copy(cfg)
+        cfg.data = cfg.data.with_template(resolve_native(tokenizer, cfg.data.template, where="data.template"))
     # Data errors (missing ground truth, bad records) stop the run here, before any model is loaded.
     rows = train_rows if train_rows is not None else _rows(cfg, cfg.data.train, cfg.data.max_train_samples)
     check_rows(rows)
     if not rows:
         raise ConfigError("data.train: no training rows")
     cfg.check_model()  # after the data: a data error is reported first, and no model is loaded for it
-    if get_template(cfg.data.template).chat_tools:
-        # `native` parses and renders in the model's own tool format: bind it before SFT targets,
-        # rewards and rollouts are built from it (the chat template is re-checked per stage)
-        check_tool_support(load_tokenizer(cfg.model.name_or_path, cfg.model.trust_remote_code),
-                           cfg.data.template, where="data.template")
     if val_rows is None and cfg.data.val:
         val_rows = _rows(cfg, cfg.data.val, cfg.data.max_val_samples, "data.val")
     val_rows = (val_rows or [])[: cfg.diagnostics.eval_samples]
@@ -305,14 +306,14 @@ def _is_main() -> bool:
 
 def _check_chat_template(cfg: TrainConfig, tokenizer: Any, rows: list[dict[str, Any]]) -> None:
     """Refuse, before any step, a chat template that cannot render the tools of a template that hands
-    them to it (``native``: `check_tool_support`), and prompts that keep earlier reasoning
-    (data.keep_reasoning, native history) when the model's chat template drops it, as Qwen3's does: the
+    them to it (``native``: `resolve_native`), and prompts that keep earlier reasoning
+    (data.keep_reasoning, messages history) when the model's chat template drops it, as Qwen3's does: the
     model would train on none of it."""
-    check_tool_support(tokenizer, cfg.data.template, where="data.template")
+    resolve_native(tokenizer, cfg.data.template, where="data.template")
     if any(m.get("role") == "assistant" for r in rows for m in r.get("prompt") or ()):
         d = cfg.data
         check_history_reasoning(
-            tokenizer, d.template, d.keep_reasoning, d.history, where="data.keep_reasoning"
+            tokenizer, d.prompt_template, d.keep_reasoning, d.history, where="data.keep_reasoning"
         )
 
 
@@ -409,7 +410,7 @@ def _grpo_stage(
         max((r.get("train_s", 0.0) for r in earlier), default=0.0),
         max((r.get("train_cpu_s", 0.0) for r in earlier), default=0.0),
     )
-    template = cfg.reward.template or cfg.data.template
+    template = cfg.answer_template()
     ag = cfg.agentic
     if ag.enabled:
         settings = cfg.environment_settings()

@@ -6,7 +6,9 @@ Point verl at it with `reward.custom_reward_function.path=<this file>` and
 The reward composition comes, first match wins, from `extra_info["reward"]` (a preset name or a
 mapping with the fields of `tooltune.training.config.RewardConfig`), the environment variable
 `TOOLTUNE_REWARD` (a preset name, or a JSON object of those fields), or the `tool_n1` preset. The
-template defaults to `extra_info["template"]` (then "tool_n1"). `extra_info` fields `tools`, `meta`,
+template defaults to `extra_info["template"]` (then "tool_n1"); a template answered in the model's own
+format is read as verl's rollout writes it back (`tooltune.prompts.resolve_native` with no chat template:
+``hermes``), since this process never sees the tokenizer. `extra_info` fields `tools`, `meta`,
 `sample_id`, `prompt` and `category` are passed to the components that need them (SMV, CER).
 `make verl-check` scores exported samples through verl 0.9.1's own reward loop with this function.
 """
@@ -15,8 +17,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
+from tooltune.prompts import without_chat_template
 from tooltune.rewards.composite import CompositeReward
 from tooltune.rewards.registry import PRESETS
 
@@ -35,15 +39,18 @@ def _reward_spec(extra_info: dict[str, Any]) -> Any:
 def _composite(spec: Any, template: str | None) -> CompositeReward:
     key = json.dumps([spec, template], sort_keys=True, default=str)
     if key not in _BUILT:
+        if isinstance(spec, Mapping) and spec.get("template"):
+            spec = {**spec, "template": without_chat_template(spec["template"])}
         if isinstance(spec, str):
-            params = {"template": template} if template else {}
+            params = {"template": without_chat_template(template)} if template else {}
             if spec not in PRESETS:
                 raise ValueError(
                     f"verl compute_score: unknown reward preset {spec!r}; known: {sorted(PRESETS)}"
                 )
             _BUILT[key] = CompositeReward.from_preset(spec, **params)
         else:
-            _BUILT[key] = CompositeReward.from_config(spec, default_template=template or "tool_n1")
+            _BUILT[key] = CompositeReward.from_config(
+                spec, default_template=without_chat_template(template or "tool_n1"))
     return _BUILT[key]
 
 

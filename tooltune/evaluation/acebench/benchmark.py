@@ -48,14 +48,15 @@ ACE_LEFT_OUT = {
 
 
 def _score(sample: Sample, category: str, controls: Controls, text: str) -> Verdict:
-    return scoring.score(sample, category, text, controls.template, controls.mode, scoring=controls.scoring)
+    return scoring.score(sample, category, text, controls.prompt_template, controls.mode,
+                         scoring=controls.scoring)
 
 
 def _run_agent(entries: list[agent.AgentEntry], context: EpisodeContext) -> None:
     controls, sampling = context.controls, context.sampling
-    cfg = agent.AgentConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                            controls.system_text(), sampling.temperature, sampling.max_new_tokens,
-                            context.seed, scoring=controls.scoring)
+    cfg = agent.AgentConfig(controls.prompt_template, controls.mode, controls.history,
+                            controls.keep_reasoning, controls.system_text(), sampling.temperature,
+                            sampling.max_new_tokens, context.seed, scoring=controls.scoring)
     agent.run_agent(entries, context.backend, cfg, context.record, context.user_backend,
                     parallel=sampling.batch_size)
 
@@ -100,10 +101,10 @@ class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
         cats = self._categories(categories, data_dir)
-        answers = {s.id: scoring.reference_answer(s, c, controls.template)
+        answers = {s.id: scoring.reference_answer(s, c, controls.prompt_template)
                    for c, s in data.load_samples(data_dir, cats)}
         entries = data.load_agent_entries(data_dir, cats)
-        play_agent = agent.agent_scripted_policy(entries, controls.template) if entries else None
+        play_agent = agent.agent_scripted_policy(entries, controls.prompt_template) if entries else None
         return answer_policy(answers, play_agent)
 
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None

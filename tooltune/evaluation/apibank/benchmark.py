@@ -28,7 +28,8 @@ from tooltune.schema import Sample
 
 
 def _score(sample: Sample, level: str, controls: Controls, text: str) -> Verdict:
-    return apibank.score(sample, level, text, controls.template, controls.mode, scoring=controls.scoring)
+    return apibank.score(sample, level, text, controls.prompt_template, controls.mode,
+                         scoring=controls.scoring)
 
 
 @register_benchmark
@@ -51,7 +52,7 @@ class ApiBankBenchmark(ProvidesAceGold, Benchmark):
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
         levels = split_categories(categories) or list(apibank.LEVELS)
-        return answer_policy({s.id: render_answer(s.answer, controls.template)
+        return answer_policy({s.id: render_answer(s.answer, controls.prompt_template)
                               for _, s in apibank.load_samples(data_dir, levels)})
 
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None

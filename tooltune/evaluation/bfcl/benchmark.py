@@ -78,11 +78,12 @@ def _run_multi_turn(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> N
     if controls.scoring == Scoring.OFFICIAL and isinstance(predictions, dict):
         for e in entries:
             result = predictions[e.id]
-            context.record(score_multi_turn(e, result, controls.template, controls.mode, controls.name_style,
-                                    scoring=Scoring.OFFICIAL), result)
+            context.record(score_multi_turn(e, result, controls.prompt_template, controls.mode,
+                                            controls.name_style, scoring=Scoring.OFFICIAL), result)
         return
-    cfg = MultiTurnConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
-                          controls.system_text(), sampling.temperature, sampling.max_new_tokens, context.seed)
+    cfg = MultiTurnConfig(controls.prompt_template, controls.mode, controls.history,
+                          controls.keep_reasoning, controls.system_text(), sampling.temperature,
+                          sampling.max_new_tokens, context.seed)
     run_multi_turn(entries, context.backend, cfg, context.record, parallel=sampling.batch_size,
                    scoring=controls.scoring)
 
@@ -102,7 +103,7 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
                 ) -> Prepared[bfcl.BfclEntry]:
         cats = bfcl.expand_categories(categories)
         entries = bfcl.load_entries(cats)
-        scorer = bfcl.SingleTurnScorer(controls.template, controls.mode, controls.name_style)
+        scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
         tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
                                   lambda text, e=e: scorer.score(e, text))
                  for e in entries if e.category not in bfcl.MULTI_TURN]
@@ -114,8 +115,8 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
 
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
-        answers, multi = bfcl_answers(categories, controls.template, controls.name_style)
-        return answer_policy(answers, scripted_policy(multi, controls.template) if multi else None)
+        answers, multi = bfcl_answers(categories, controls.prompt_template, controls.name_style)
+        return answer_policy(answers, scripted_policy(multi, controls.prompt_template) if multi else None)
 
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                  ) -> AceGold:

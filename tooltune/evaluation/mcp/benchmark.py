@@ -79,7 +79,7 @@ def run_tasks(entries: list[McpEntry], context: EpisodeContext) -> None:
     """Play every entry (module docstring), `sampling.batch_size` episodes at a time, and record its
     verdict with the raw text of every step."""
     controls, sampling, record = context.controls, context.sampling, context.record
-    cfg = EpisodeConfig(controls.template, controls.mode, controls.history, controls.keep_reasoning,
+    cfg = EpisodeConfig(controls.prompt_template, controls.mode, controls.history, controls.keep_reasoning,
                         controls.system_text(), sampling.temperature, sampling.max_new_tokens, context.seed)
     decode = step_decoder(grammar_for(cfg.template), cfg.mode)
 
@@ -160,4 +160,4 @@ class McpBenchmark(Benchmark):
                 ) -> Callable[[GenerationRequest], str]:
         assert data_dir is not None
         entries = load_entries(data_dir, split_categories(categories))
-        return answer_policy({}, scripted_policy(entries, controls.template))
+        return answer_policy({}, scripted_policy(entries, controls.prompt_template))
