@@ -350,8 +350,9 @@ def test_sources_are_the_adapter_modules_and_an_unknown_one_names_the_closest():
     from tooltune.data.sources import ADAPTER_MODULES, SOURCES
 
     assert SOURCES.names() == ADAPTER_MODULES
-    assert all(SOURCES[name].NAME == name for name in SOURCES)
-    with pytest.raises(UnknownName, match=r"sources: unknown source 'toolrll' \(did you mean toolrl\?\); registered: "):
+    assert all(name == SOURCES[name].NAME for name in SOURCES)
+    closest = r"sources: unknown source 'toolrll' \(did you mean toolrl\?\); registered: "
+    with pytest.raises(UnknownName, match=closest):
         get_source("toolrll")
 
 

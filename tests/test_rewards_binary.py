@@ -5,8 +5,8 @@ import json
 import pytest
 
 from tooltune.cli import main
-from tooltune.parsing import R2IF_REJECTION
 from tooltune.config import UnknownName
+from tooltune.parsing import R2IF_REJECTION
 from tooltune.prompts import render_answer
 from tooltune.rewards import binary_reward, get_reward
 from tooltune.schema import ToolCall

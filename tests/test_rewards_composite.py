@@ -36,7 +36,7 @@ def test_parameters_flat_or_per_component_and_typos_fail():
     assert c.rewards["fine_grained"].name_weight == 0.5
     with pytest.raises(ValueError, match="taken by none"):
         CompositeReward({"binary": 1.0}, tua=0.3)
-    with pytest.raises(UnknownName, match=r"unknown reward 'binray' \(did you mean binary\?\); registered: binary,"):
+    with pytest.raises(UnknownName, match=r"unknown reward 'binray' \(did you mean binary\?\); registered:"):
         CompositeReward({"binray": 1.0})
     with pytest.raises(ValueError, match="template"):
         CompositeReward({"binary": 1.0}, template="nope")
@@ -117,7 +117,7 @@ def test_verl_compute_score(monkeypatch):
     assert compute_score("tooltune", TOOLRL_GOOD, GOLD_JSON, {})["score"] == 4.0
     monkeypatch.setenv("TOOLTUNE_REWARD", json.dumps({"components": {"binary": 2.0}}))
     assert compute_score("tooltune", GOOD, GOLD_JSON, {})["score"] == 2.0
-    with pytest.raises(UnknownName, match="TOOLTUNE_REWARD: unknown reward preset 'toolrll' \\(did you mean toolrl"):
+    with pytest.raises(UnknownName, match=r"TOOLTUNE_REWARD: unknown reward preset 'toolrll' \(did you mean"):
         compute_score("tooltune", GOOD, GOLD_JSON, {"reward": "toolrll"})
 
 
