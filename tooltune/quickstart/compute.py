@@ -47,9 +47,10 @@ class BudgetWatch:
     """Stops an `SFTLoop` once `budget` seconds of `clock` were spent training, and evaluates at given
     training times on the way (`marks`: GRPO's evaluation times, so both curves share their x values).
 
-    Use as the loop's callback with `every=1`; the time spent inside the callback (the evaluations)
-    is not training time. `points` collects {"step", "t", "accuracy"}: one per mark passed, and one
-    at the end (none at all without marks)."""
+    Use as the loop's budget and its callback with `every=1` (`loop.train(budget=watch, every=1,
+    callback=watch)`: the progress bar then counts the budget's seconds); the time spent inside the
+    callback (the evaluations) is not training time. `points` collects {"step", "t", "accuracy"}: one
+    per mark passed, and one at the end (none at all without marks)."""
 
     def __init__(
         self,
