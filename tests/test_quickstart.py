@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tooltune.config import ConfigError
+from tooltune.config import ConfigError, UnknownName
 from tooltune.quickstart import stats
 from tooltune.quickstart.config import DEFAULT_CONFIG, load_config
 from tooltune.rundir import RunMismatch
@@ -407,7 +407,7 @@ def test_the_budget_watch_stops_on_the_clock_and_leaves_evaluations_out(monkeypa
     assert [round(p["t"], 1) for p in watch.points] == [1.4, 2.1, 3.5]  # the marks, then the end
     assert watch.marks == [] and round(watch.spent, 1) == 3.5  # the 9 s mark is past the budget
     monkeypatch.undo()
-    with pytest.raises(ValueError, match="unknown clock"):
+    with pytest.raises(UnknownName, match=r"clock: unknown clock 'gpu' \(did you mean cpu\?\); registered: cpu, wall"):
         compute.now("gpu")
 
 
