@@ -407,7 +407,7 @@ def test_the_budget_watch_stops_on_the_clock_and_leaves_evaluations_out(monkeypa
     assert [round(p["t"], 1) for p in watch.points] == [1.4, 2.1, 3.5]  # the marks, then the end
     assert watch.marks == [] and round(watch.spent, 1) == 3.5  # the 9 s mark is past the budget
     monkeypatch.undo()
-    with pytest.raises(UnknownName, match=r"clock: unknown clock 'gpu' \(did you mean cpu\?\); registered: cpu, wall"):
+    with pytest.raises(UnknownName, match=r"clock: unknown clock 'gpu' .*; registered: cpu, wall"):
         compute.now("gpu")
 
 
