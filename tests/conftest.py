@@ -62,3 +62,19 @@ def tiny_tokenizer(tiny_model_dir: Path):
     from transformers import AutoTokenizer  # deferred: heavy
 
     return AutoTokenizer.from_pretrained(tiny_model_dir)
+
+
+@pytest.fixture
+def budget_bars(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The budget progress bars (`tooltune.training.progress.SecondsBar`) a test opens, in order."""
+    from tooltune.training import progress
+
+    bars: list = []
+
+    class RecordedBar(progress.SecondsBar):
+        def __init__(self, *args, **kw) -> None:
+            super().__init__(*args, **kw)
+            bars.append(self)
+
+    monkeypatch.setattr(progress, "SecondsBar", RecordedBar)
+    return bars

@@ -109,20 +109,8 @@ def test_grpo_time_budget_counts_training_not_heldout_evaluation(
     assert rec[dg.HELDOUT_KEY] == 0.5 and rec["train_s"] < 0.1 and rec["time"] >= 0.3
 
 
-def test_a_budgeted_grpo_bar_counts_the_budgets_seconds_and_shows_the_steps(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_budgeted_grpo_bar_counts_the_budgets_seconds_and_shows_the_steps(budget_bars: list) -> None:
     from tooltune.training import diagnostics as dg
-    from tooltune.training import progress
-
-    bars: list[progress.SecondsBar] = []
-
-    class RecordedBar(progress.SecondsBar):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            bars.append(self)
-
-    monkeypatch.setattr(progress, "SecondsBar", RecordedBar)
 
     class Clock:  # cpu seconds move 2.5 s a step, wall seconds not at all
         cpu = 10.0  # a resumed run: 10 s spent before this process
@@ -137,7 +125,7 @@ def test_a_budgeted_grpo_bar_counts_the_budgets_seconds_and_shows_the_steps(
         clock.cpu += 2.5
         state.global_step += 1
         bar.on_step_end(None, state, _Control())
-    (shown,) = bars
+    (shown,) = budget_bars
     assert shown.total == 20.0 and shown.n == 17.5 and shown.unit == "cpu s"
     assert bar.postfix["steps"] == "7"
     bar.on_train_end(None, state, _Control())
@@ -145,7 +133,7 @@ def test_a_budgeted_grpo_bar_counts_the_budgets_seconds_and_shows_the_steps(
     fresh = _State()
     fresh.max_steps = 9
     steps.on_train_begin(None, fresh, None)
-    assert steps.bar.total == 9 and steps.bar.unit == "step" and len(bars) == 1
+    assert steps.bar.total == 9 and steps.bar.unit == "step" and len(budget_bars) == 1
     steps.on_train_end(None, state, None)
 
 

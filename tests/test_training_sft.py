@@ -160,18 +160,8 @@ def test_sft_loop_budget_and_training_time_leave_callbacks_out(tiny_model_dir: P
 
 
 def test_a_budgeted_loop_counts_the_budgets_seconds_on_its_bar(
-    tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tiny_model_dir: Path, budget_bars: list, capsys: pytest.CaptureFixture
 ) -> None:
-    from tooltune.training import progress
-
-    bars: list[progress.SecondsBar] = []
-
-    class RecordedBar(progress.SecondsBar):
-        def __init__(self, *args, **kw):
-            super().__init__(*args, **kw)
-            bars.append(self)
-
-    monkeypatch.setattr(progress, "SecondsBar", RecordedBar)
     loop = _loop(tiny_model_dir)
 
     class StepSeconds:  # a clock on which every step takes 1.5 s
@@ -184,7 +174,7 @@ def test_a_budgeted_loop_counts_the_budgets_seconds_on_its_bar(
     seen: list[int] = []
     assert loop.train(budget=StepSeconds(), every=1, callback=lambda lp: seen.append(lp.step),
                       progress="continued SFT") == 3  # 1.5, 3.0, then 4.5 s passes the 4 s budget
-    (bar,) = bars
+    (bar,) = budget_bars
     assert bar.total == 4.0 and bar.n == 4.5 and bar.unit == "cpu s"
     assert bar.postfix.startswith("steps=3") and seen == [1, 2, 3]
     assert "| 4.5/4.0 cpu s [" in capsys.readouterr().err.rsplit("continued SFT", 1)[1]
