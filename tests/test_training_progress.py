@@ -11,7 +11,7 @@ def test_a_budget_bar_shows_seconds_with_one_decimal_even_past_its_total(capsys)
     bar = budget_bar("phase", budget.budget, budget.clock, budget.spent)
     for seconds in (0.7, 0.7, 1.1):  # the last step passes the 2 s budget
         counter[0] += seconds
-        show_progress(bar, budget, 3, loss="0.500")
+        show_progress(bar, budget.spent, 3, loss="0.500")
     bar.close()
     assert round(budget.spent, 6) == 2.5 == round(bar.n, 6)
     last = capsys.readouterr().err.rsplit("phase: ", 1)[1]

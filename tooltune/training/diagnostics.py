@@ -26,7 +26,7 @@ from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import grammar_for, row_tools
-from tooltune.training.progress import budget_bar
+from tooltune.training.progress import budget_bar, show_progress
 from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
 
 logger = logging.getLogger(__name__)
@@ -197,9 +197,8 @@ class StepProgress(TrainerCallback):
         if self.bar is None:
             return
         if self.budget_s:
-            self.bar.update(self._spent() - self.bar.n)
-            self.postfix["steps"] = str(state.global_step)
-            self.bar.set_postfix(self.postfix, refresh=False)
+            self.postfix["steps"] = str(state.global_step)  # kept when a log record redraws the postfix
+            show_progress(self.bar, self._spent(), state.global_step, **self.postfix)
         else:
             self.bar.update(state.global_step - self.bar.n)
 

@@ -69,10 +69,10 @@ def phase_bar(desc: str | None, steps: int | None, budget: TimeBudget | None) ->
     return budget_bar(desc, budget.budget, budget.clock, budget.spent, disable=desc is None)
 
 
-def show_progress(bar: Any, budget: TimeBudget | None, steps: int, **postfix: str) -> None:
-    """After a step: move a budget's bar to the seconds spent (the step count beside them), or a step
-    bar by one step; `postfix` goes beside either."""
-    if budget is not None:
+def show_progress(bar: Any, spent: float | None, steps: int, **postfix: str) -> None:
+    """After a step: move a budget's bar to the `spent` seconds (the step count beside them), or, with
+    `spent` None, a step bar by one step; `postfix` goes beside either."""
+    if spent is not None:
         postfix = {"steps": str(steps), **postfix}
     bar.set_postfix(postfix, refresh=False)  # before the update, which redraws the bar
-    bar.update(1 if budget is None else budget.spent - bar.n)
+    bar.update(1 if spent is None else spent - bar.n)

@@ -281,7 +281,7 @@ class SFTLoop:
                 if callback is not None and every and self.step % every == 0:
                     last_called = self.step
                     stop = callback(self)
-                show_progress(bar, budget, done, loss=f"{self.loss:.3f}", **self.postfix)
+                show_progress(bar, budget and budget.spent, done, loss=f"{self.loss:.3f}", **self.postfix)
                 if stop:
                     break
             if callback is not None and done and last_called != self.step:
