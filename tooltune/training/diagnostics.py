@@ -198,7 +198,7 @@ class StepProgress(TrainerCallback):
             return
         if self.budget_s:
             self.postfix["steps"] = str(state.global_step)  # kept when a log record redraws the postfix
-            show_progress(self.bar, self._spent(), state.global_step, **self.postfix)
+            show_progress(self.bar, self._spent(), state.global_step, self.postfix)
         else:
             self.bar.update(state.global_step - self.bar.n)
 

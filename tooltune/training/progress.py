@@ -9,7 +9,7 @@ remaining-time estimate would be as wrong as the guess.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from tqdm.auto import tqdm
@@ -69,7 +69,7 @@ def phase_bar(desc: str | None, steps: int | None, budget: TimeBudget | None) ->
     return budget_bar(desc, budget.budget, budget.clock, budget.spent, disable=desc is None)
 
 
-def show_progress(bar: Any, spent: float | None, steps: int, **postfix: str) -> None:
+def show_progress(bar: Any, spent: float | None, steps: int, postfix: Mapping[str, str]) -> None:
     """After a step: move a budget's bar to the `spent` seconds (the step count beside them), or, with
     `spent` None, a step bar by one step; `postfix` goes beside either."""
     if spent is not None:

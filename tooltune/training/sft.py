@@ -281,7 +281,8 @@ class SFTLoop:
                 if callback is not None and every and self.step % every == 0:
                     last_called = self.step
                     stop = callback(self)
-                show_progress(bar, budget and budget.spent, done, loss=f"{self.loss:.3f}", **self.postfix)
+                spent = budget.spent if budget is not None else None
+                show_progress(bar, spent, done, {"loss": f"{self.loss:.3f}", **self.postfix})
                 if stop:
                     break
             if callback is not None and done and last_called != self.step:
