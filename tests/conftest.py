@@ -69,3 +69,19 @@ def bfcl_project_root(tmp_path_factory: pytest.TempPathFactory) -> None:
     """bfcl-eval writes result/, score/ and .file_locks/ under $BFCL_PROJECT_ROOT when imported: a scratch
     folder unless the caller named one."""
     os.environ.setdefault("BFCL_PROJECT_ROOT", str(tmp_path_factory.mktemp("bfcl_root")))
+
+
+@pytest.fixture
+def budget_bars(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The budget progress bars (`tooltune.training.progress.SecondsBar`) a test opens, in order."""
+    from tooltune.training import progress
+
+    bars: list = []
+
+    class RecordedBar(progress.SecondsBar):
+        def __init__(self, *args, **kw) -> None:
+            super().__init__(*args, **kw)
+            bars.append(self)
+
+    monkeypatch.setattr(progress, "SecondsBar", RecordedBar)
+    return bars

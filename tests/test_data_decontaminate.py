@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.config import UnknownName
 from tooltune.data.decontaminate import (
     NGRAM,
     TEMPLATE_TURNS,
@@ -153,3 +154,5 @@ def test_missing_benchmark_data_is_refused_before_anything_is_written(tmp_path: 
         prepare(PrepareConfig(sources=[("jsonl", src)], out=str(out), progress=False, decontaminate=True,
                               eval_data=str(tmp_path / "nowhere")))
     assert not out.exists()
+    with pytest.raises(UnknownName, match=r"benchmarks: unknown benchmark 'apibnk' \(did you mean apibank"):
+        load_index(str(tmp_path), benchmarks=["apibnk"])

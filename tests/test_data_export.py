@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.config import UnknownName
 from tooltune.data.export import export, to_hf_dataset, to_trl_rows, to_verl_rows
 from tooltune.data.synthetic import SynthConfig, write
 from tooltune.prompts import PromptControls, render_prompt
@@ -67,8 +68,9 @@ def test_jsonl_export_round_trip(samples, tmp_path: Path):
     src.write_text("".join(s.to_json() + "\n" for s in samples))
     export([str(src)], "jsonl", str(tmp_path / "b.jsonl"))
     assert [s.to_dict() for s in read_jsonl(str(tmp_path / "b.jsonl"))] == [s.to_dict() for s in samples]
-    with pytest.raises(ValueError):
+    with pytest.raises(UnknownName, match="format: unknown export format 'csv'; registered: hf, jsonl, verl"):
         export([str(src)], "csv", str(tmp_path / "c"))
+    assert not (tmp_path / "c").exists()
 
 
 @pytest.mark.parametrize(

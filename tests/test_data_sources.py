@@ -345,6 +345,17 @@ def test_hub_offline_error_is_explained(monkeypatch):
         list(xlam.read("hf:Salesforce/xlam-function-calling-60k"))
 
 
+def test_sources_are_the_adapter_modules_and_an_unknown_one_names_the_closest():
+    from tooltune.config import UnknownName
+    from tooltune.data.sources import ADAPTER_MODULES, SOURCES
+
+    assert SOURCES.names() == ADAPTER_MODULES
+    assert all(name == SOURCES[name].NAME for name in SOURCES)
+    closest = r"sources: unknown source 'toolrll' \(did you mean toolrl\?\); registered: "
+    with pytest.raises(UnknownName, match=closest):
+        get_source("toolrll")
+
+
 # --- real benchmark files -------------------------------------------------------------------------
 
 

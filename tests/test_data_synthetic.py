@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tooltune.config import UnknownName
 from tooltune.data.sources import get_source
 from tooltune.data.synthetic import (
     SINGLE_STEP,
@@ -126,5 +127,5 @@ def test_xlam_rejects_multi_step_and_unknown_format():
     task = make_task("multi_step", random.Random(0), SynthConfig())
     with pytest.raises(ValueError):
         to_xlam(task, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(UnknownName, match="format: unknown record format 'csv'; registered: canonical"):
         list(generate(SynthConfig(n=1), "csv"))

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
 
+from tooltune.config import UnknownName
 from tooltune.data.synthetic.bfcl_heldout import (
     check_heldout,
     evaluation_entries,
@@ -140,5 +141,7 @@ def test_bfcl_call_strings_are_parsed_as_literals_only():
 def test_unknown_kind_or_split_is_refused():
     with pytest.raises(ValueError, match="split"):
         generate_bfcl_tasks(1, split="test")
-    with pytest.raises(ValueError, match="kinds"):
+    with pytest.raises(UnknownName, match="kinds: unknown task kind 'fs_delete_everything'.*; registered: "):
         generate_bfcl_tasks(1, kinds=["fs_delete_everything"])
+    with pytest.raises(ValueError, match="at least one task kind"):
+        generate_bfcl_tasks(1, kinds=[])

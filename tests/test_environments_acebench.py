@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tooltune.config import UnknownName
 from tooltune.environments import make_environment
 from tooltune.environments.acebench import AcebenchEnvironment, entry_task
-from tooltune.environments.acebench_apis import CLASSES
+from tooltune.environments.acebench_apis import CLASSES, Sandbox
 from tooltune.environments.base import MAX_ARGUMENT_DEPTH, TaskError
 from tooltune.evaluation import acebench as A
 from tooltune.schema import Sample, ToolCall
@@ -55,6 +56,13 @@ def _phone_task(entries, truth=None, task_id="phone") -> Sample:
            "ground_truth": PHONE_TRUTH if truth is None else truth}
     return Sample(task_id, "test", "multi_step", [{"role": "user", "content": "x"}],
                   [tools[n] for n in names], [], meta={"env": env})
+
+
+def test_a_sandbox_of_an_unknown_class_is_refused_naming_the_closest():
+    closest = r"involved_classes: unknown ACEBench class 'MessageAPI' \(did you mean MessageApi\?\)"
+    with pytest.raises(UnknownName, match=closest):
+        Sandbox({}, ["BaseApi", "MessageAPI"], "en")
+    assert Sandbox({}, ["BaseApi", "MessageApi"], "en").involved == ["BaseApi", "MessageApi"]
 
 
 def test_registered_and_made_by_name():

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirements/bfcl*.txt)")
 
+from tooltune.config import UnknownName
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.environments import make_environment
 from tooltune.environments.base import MAX_ARGUMENT_DEPTH, TaskError, check_literals
@@ -79,6 +80,13 @@ def test_every_documented_function_is_a_public_method_of_its_class(class_name):
     assert 5 <= len(docs) <= 25
     assert {d["name"] for d in docs} <= set(public_functions(api_class(class_name)))
     assert all(tool_spec_from_source(d).parameters["type"] == "object" for d in docs)
+
+
+def test_an_unknown_class_names_the_closest():
+    closest = r"involved_classes: unknown BFCL class 'MathApi' \(did you mean MathAPI\?\); registered: "
+    for lookup in (function_docs, api_class):
+        with pytest.raises(UnknownName, match=closest):
+            lookup("MathApi")
 
 
 def test_registered_and_made_by_name():

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tooltune.config import ConfigError
+from tooltune.config import ConfigError, UnknownName
 from tooltune.generation import (
     BackendConfig,
     BackendError,
@@ -158,8 +158,8 @@ def test_scripted_backend_plays_back_ground_truth() -> None:
     assert backend.generate([GenerationRequest(MSG, id="q", n=2)]) == [["q", "x"]]
     with pytest.raises(BackendError, match="gave 2 texts"):
         backend.generate([GenerationRequest(MSG, id="q", n=1)])
-    with pytest.raises(ValueError):
-        make_backend("nope")
+    with pytest.raises(UnknownName, match=r"kind: unknown backend 'hff' \(did you mean hf\?\); registered:"):
+        make_backend("hff")
 
 
 def test_hf_backend_greedy_is_deterministic_and_seeded_sampling_repeats(tiny_model_dir) -> None:

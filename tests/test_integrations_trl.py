@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tooltune.config import UnknownName
 from tooltune.data.mcp_tasks import task_from_record
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
 from tooltune.environments.mcp.client import close_all
@@ -190,7 +191,7 @@ def test_final_answer_reward_judges_with_the_last_assistant_text():
         assert final_answer_reward(completions=["x"], environments=[object()]) == [None]
     finally:
         close_all()
-    with pytest.raises(ValueError, match="choose one of"):
+    with pytest.raises(UnknownName, match="reward: unknown environment reward 'sometimes'; registered: "):
         environment_class("synthetic_chain", [], reward="sometimes")
 
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from tooltune.config import UnknownName
 from tooltune.models import (
     EOS_TOKEN,
     PAD_TOKEN,
@@ -220,7 +221,7 @@ def test_sizes_and_options(tmp_path: Path) -> None:
     ids = tok("Labutor is a city")["input_ids"]
     assert tok.convert_ids_to_tokens(ids[0]) == "Labutor"
     assert tok.decode(ids, skip_special_tokens=True) == "Labutor is a city"
-    with pytest.raises(ValueError, match="unknown tiny-model size"):
+    with pytest.raises(UnknownName, match="size: unknown tiny-model size 'huge'; registered: quick"):
         build_tiny_model(tmp_path / "x", size="huge")
     with pytest.raises(ValueError, match="vocab_size"):
         build_tiny_model(tmp_path / "y", size="test", vocab_size=100)

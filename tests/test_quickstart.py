@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tooltune.config import ConfigError
+from tooltune.config import ConfigError, UnknownName
 from tooltune.quickstart import stats
 from tooltune.quickstart.config import DEFAULT_CONFIG, load_config
 from tooltune.rundir import RunMismatch
@@ -161,10 +161,21 @@ def test_efficiency_reference_is_refused_unless_measured_the_same_way(tmp_path: 
         mod.reference_vanilla(str(tmp_path / "missing.json"), expect)
 
 
-def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config(tmp_path: Path) -> None:
+def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tooltune.quickstart.run import STAGES, Pipeline
     from tooltune.training.config import load_config as load_train_config
+    from tooltune.training.sft import SFTLoop
 
+    phases: dict[str, dict] = {}
+    train = SFTLoop.train
+
+    def recorded(loop, *args, **kw):
+        phases[kw.get("progress")] = kw
+        return train(loop, *args, **kw)
+
+    monkeypatch.setattr(SFTLoop, "train", recorded)
     cfg = load_config(MINI, {"threads": 1})
     said: list[str] = []
     Pipeline(tmp_path, cfg, say=said.append).run(stop_after="eval_sft")
@@ -194,6 +205,8 @@ def test_mini_pipeline_resumes_reports_and_writes_a_reproducible_training_config
     assert report["clock"]["name"] == "cpu" and "process_time" in report["clock"]["counts"]
     assert report["sft_continued"]["budget_s"] == report["grpo"]["train_cpu_s"] > 0
     assert report["sft_continued"]["train_s"] >= report["sft_continued"]["budget_s"]
+    continued = phases["continued SFT"]  # bounded by the budget, not by a step count
+    assert "steps" not in continued and continued["budget"].budget == report["sft_continued"]["budget_s"]
     cont = json.loads((tmp_path / "stages" / "sft_continued.json").read_text())
     assert cont["clock"] == "cpu" and cont["curve"][0]["t"] == 0.0 and len(cont["curve"]) >= 2
     assert [p["t"] for p in cont["curve"]] == sorted(p["t"] for p in cont["curve"])
@@ -394,7 +407,7 @@ def test_the_budget_watch_stops_on_the_clock_and_leaves_evaluations_out(monkeypa
     assert [round(p["t"], 1) for p in watch.points] == [1.4, 2.1, 3.5]  # the marks, then the end
     assert watch.marks == [] and round(watch.spent, 1) == 3.5  # the 9 s mark is past the budget
     monkeypatch.undo()
-    with pytest.raises(ValueError, match="unknown clock"):
+    with pytest.raises(UnknownName, match=r"clock: unknown clock 'gpu' .*; registered: cpu, wall"):
         compute.now("gpu")
 
 

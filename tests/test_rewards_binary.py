@@ -6,6 +6,7 @@ import pickle
 import pytest
 
 from tooltune.cli import main
+from tooltune.config import UnknownName
 from tooltune.parsing import R2IF_REJECTION
 from tooltune.prompts import render_answer
 from tooltune.rewards import binary_reward, get_reward
@@ -149,7 +150,7 @@ def test_registry_binary_matches_function():
     assert get_reward("correctness")(HACKS["missing think"], GOLD) == 1.0
     with pytest.raises(ValueError, match="takes no parameter"):
         get_reward("binary", tau=0.3)
-    with pytest.raises(ValueError, match="unknown reward"):
+    with pytest.raises(UnknownName, match="reward: unknown reward 'nope'; registered: binary,"):
         get_reward("nope")
 
 

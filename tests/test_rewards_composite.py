@@ -5,6 +5,7 @@ import pickle
 
 import pytest
 
+from tooltune.config import UnknownName
 from tooltune.prompts import render_answer
 from tooltune.rewards import PRESETS, CompositeReward, TRLRewardFunction
 from tooltune.schema import ToolCall
@@ -35,7 +36,7 @@ def test_parameters_flat_or_per_component_and_typos_fail():
     assert c.rewards["fine_grained"].name_weight == 0.5
     with pytest.raises(ValueError, match="taken by none"):
         CompositeReward({"binary": 1.0}, tua=0.3)
-    with pytest.raises(ValueError, match="unknown reward"):
+    with pytest.raises(UnknownName, match=r"unknown reward 'binray' \(did you mean binary\?\); registered:"):
         CompositeReward({"binray": 1.0})
     with pytest.raises(ValueError, match="template"):
         CompositeReward({"binary": 1.0}, template="nope")
@@ -48,6 +49,8 @@ def test_presets_build_and_r2if_needs_a_student():
                 CompositeReward.from_preset(name)
         else:
             assert CompositeReward.from_preset(name).weights == PRESETS[name]["components"]
+    with pytest.raises(UnknownName, match=r"reward: unknown reward preset 'tool_n2' \(did you mean tool_n1"):
+        CompositeReward.from_preset("tool_n2")
     toolrl = CompositeReward.from_preset("toolrl")
     assert toolrl(TOOLRL_GOOD, GOLD)["score"] == 4.0
     assert toolrl(GOOD, GOLD)["score"] == 1.0 - 3.0  # Tool-N1's JSON list is not ToolRL's format
@@ -114,6 +117,8 @@ def test_verl_compute_score(monkeypatch):
     assert compute_score("tooltune", TOOLRL_GOOD, GOLD_JSON, {})["score"] == 4.0
     monkeypatch.setenv("TOOLTUNE_REWARD", json.dumps({"components": {"binary": 2.0}}))
     assert compute_score("tooltune", GOOD, GOLD_JSON, {})["score"] == 2.0
+    with pytest.raises(UnknownName, match=r"TOOLTUNE_REWARD: unknown reward preset 'toolrll' \(did you mean"):
+        compute_score("tooltune", GOOD, GOLD_JSON, {"reward": "toolrll"})
 
 
 class ConstantEncoder:

@@ -109,6 +109,34 @@ def test_grpo_time_budget_counts_training_not_heldout_evaluation(
     assert rec[dg.HELDOUT_KEY] == 0.5 and rec["train_s"] < 0.1 and rec["time"] >= 0.3
 
 
+def test_a_budgeted_grpo_bar_counts_the_budgets_seconds_and_shows_the_steps(budget_bars: list) -> None:
+    from tooltune.training import diagnostics as dg
+
+    class Clock:  # cpu seconds move 2.5 s a step, wall seconds not at all
+        cpu = 10.0  # a resumed run: 10 s spent before this process
+
+        def seconds_on(self, clock: str) -> float:
+            return self.cpu if clock == "cpu" else 0.0
+
+    clock, state = Clock(), _State(step=4)
+    bar = dg.StepProgress("grpo", budget_s=20.0, clock=clock, budget_clock="cpu")
+    bar.on_train_begin(None, state, _Control())
+    for _ in range(3):
+        clock.cpu += 2.5
+        state.global_step += 1
+        bar.on_step_end(None, state, _Control())
+    (shown,) = budget_bars
+    assert shown.total == 20.0 and shown.n == 17.5 and shown.unit == "cpu s"
+    assert bar.postfix["steps"] == "7"
+    bar.on_train_end(None, state, _Control())
+    steps = dg.StepProgress("grpo")  # no budget: a bar of steps
+    fresh = _State()
+    fresh.max_steps = 9
+    steps.on_train_begin(None, fresh, None)
+    assert steps.bar.total == 9 and steps.bar.unit == "step" and len(budget_bars) == 1
+    steps.on_train_end(None, state, None)
+
+
 def test_clock_continues_a_resumed_run_and_summary_reads_the_metrics(tmp_path: Path) -> None:
     from tooltune.training.diagnostics import HELDOUT_KEY, TrainingClock, grpo_summary
 

@@ -159,6 +159,27 @@ def test_sft_loop_budget_and_training_time_leave_callbacks_out(tiny_model_dir: P
     assert ends == [2, 4, 5]  # every `every` steps and after the last one
 
 
+def test_a_budgeted_loop_counts_the_budgets_seconds_on_its_bar(
+    tiny_model_dir: Path, budget_bars: list, capsys: pytest.CaptureFixture
+) -> None:
+    loop = _loop(tiny_model_dir)
+
+    class StepSeconds:  # a clock on which every step takes 1.5 s
+        clock, budget = "cpu", 4.0
+
+        @property
+        def spent(self) -> float:
+            return 1.5 * loop.step
+
+    seen: list[int] = []
+    assert loop.train(budget=StepSeconds(), every=1, callback=lambda lp: seen.append(lp.step),
+                      progress="continued SFT") == 3  # 1.5, 3.0, then 4.5 s passes the 4 s budget
+    (bar,) = budget_bars
+    assert bar.total == 4.0 and bar.n == 4.5 and bar.unit == "cpu s"
+    assert bar.postfix.startswith("steps=3") and seen == [1, 2, 3]
+    assert "| 4.5/4.0 cpu s [" in capsys.readouterr().err.rsplit("continued SFT", 1)[1]
+
+
 def test_lr_schedules_warm_up_linearly_then_hold_or_decay() -> None:
     from tooltune.training.sft import lr_factor
 

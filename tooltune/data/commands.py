@@ -159,8 +159,7 @@ def _prepare(args: argparse.Namespace) -> int:
         if not (isinstance(entry, (list, tuple)) and len(entry) == 2):
             raise ConfigError(f"sources: each entry is a pair [source name, input], got {entry!r}")
         name, spec = entry
-        if name not in SOURCES:
-            raise config_mechanism.unknown_name("--source", "source", name, SOURCES)
+        SOURCES.get(name, key="--source")
         if not (str(spec).startswith("hf:") or spec == "package" or Path(spec).expanduser().exists()):
             raise ConfigError(f"--input: not found: {spec} (a file, a folder or hf:<dataset id>)")
     out_key = "--out" if "out" in given else "out"

@@ -26,11 +26,12 @@ import logging
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.data.sources import DataFileError, Rejection
 from tooltune.data.sources import acebench as acebench_source
 from tooltune.data.sources import apibank as apibank_source
@@ -41,7 +42,6 @@ from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
 
-BENCHMARKS = ("bfcl", "apibank", "acebench")
 DATA_DIR_ENV = "TOOLTUNE_DATA_DIR"
 """The folder holding apibank/ and acebench/ when no --eval-data is given (as for `tooltune eval`)."""
 NGRAM = 13
@@ -192,20 +192,19 @@ def benchmark_folder(benchmark: str, eval_data: str | os.PathLike | None) -> Pat
     return folder
 
 
+TurnReader = Callable[[str | os.PathLike | None, str | None], Iterator[Turn]]
+BENCHMARKS: Registry[TurnReader] = Registry("benchmark", key="benchmarks")
+"""The benchmarks samples are checked against: each reads its user turns from (eval_data, bfcl_data)."""
+BENCHMARKS.add("bfcl", lambda eval_data, bfcl_data: bfcl_turns(bfcl_data))
+BENCHMARKS.add("apibank", lambda eval_data, _: apibank_turns(benchmark_folder("apibank", eval_data)))
+BENCHMARKS.add("acebench", lambda eval_data, _: acebench_turns(benchmark_folder("acebench", eval_data)))
+
+
 def load_index(eval_data: str | os.PathLike | None = None, benchmarks: Iterable[str] = BENCHMARKS,
                bfcl_data: str | None = None) -> BenchmarkIndex:
     """The index of every user turn of `benchmarks` (BFCL from the bfcl-eval package or `bfcl_data`,
     the others from `eval_data` or $TOOLTUNE_DATA_DIR). DataFileError when one cannot be found."""
-    sources = []
-    for name in benchmarks:
-        if name == "bfcl":
-            sources.append(bfcl_turns(bfcl_data))
-        elif name == "apibank":
-            sources.append(apibank_turns(benchmark_folder(name, eval_data)))
-        elif name == "acebench":
-            sources.append(acebench_turns(benchmark_folder(name, eval_data)))
-        else:
-            raise ValueError(f"unknown benchmark {name!r}; choose from {', '.join(BENCHMARKS)}")
+    sources = [BENCHMARKS[name](eval_data, bfcl_data) for name in benchmarks]
     index = BenchmarkIndex(turn for source in sources for turn in source)
     for name in benchmarks:
         if not index.turns[name]:

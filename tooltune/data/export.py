@@ -17,6 +17,9 @@ verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     verl's tool config beside it (`tool_config_path`: train.parquet -> train.tools.yaml).
 JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
 
+`EXPORT_FORMATS` is the registry of writers by format name (`tooltune.config.Registry`): a writer
+takes the samples, the output path and the prompt, and returns the number of rows written.
+
 Every export renders under one `tooltune.prompts.PromptControls` (template, system prompt, history
 form, reasoning history; a template name stands for the defaults with that template), resolved once.
 """
@@ -26,9 +29,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.integrations.verl_config import agentic_fields, is_task, write_tool_config
 from tooltune.prompts import (
     CHAT_TOOLS_COLUMN,
@@ -42,7 +46,6 @@ from tooltune.schema import Sample, read_jsonl, write_jsonl
 
 logger = logging.getLogger(__name__)
 
-EXPORT_FORMATS = ("jsonl", "hf", "verl")
 VERL_ABILITY = "tool_calling"
 
 
@@ -157,16 +160,29 @@ def export(inputs: Sequence[str], fmt: str, out: str, prompt: PromptLike = "tool
 
     Every input is read before anything is written: a bad line raises a SchemaError naming `file:line`
     and the cause (`tooltune.schema.read_jsonl`) and leaves `out` untouched."""
-    if fmt not in EXPORT_FORMATS:
-        raise ValueError(f"unknown export format {fmt!r}; choose one of {EXPORT_FORMATS}")
+    write = EXPORT_FORMATS.get(fmt)
     samples: list[Sample] = []
     for path in inputs:
         samples.extend(read_jsonl(path))
-    if fmt == "jsonl":
-        return write_jsonl(samples, out)
-    p = as_prompt(prompt)
-    if fmt == "verl":
-        return write_verl_parquet(samples, out, prompt=p)
-    ds = to_hf_dataset(samples, p)
+    return write(samples, out, prompt)
+
+
+def _write_samples(samples: list[Sample], out: str, prompt: PromptLike) -> int:
+    return write_jsonl(samples, out)  # the canonical samples themselves: nothing is rendered
+
+
+def _write_verl(samples: list[Sample], out: str, prompt: PromptLike) -> int:
+    return write_verl_parquet(samples, out, prompt=as_prompt(prompt))
+
+
+def _write_hf(samples: list[Sample], out: str, prompt: PromptLike) -> int:
+    ds = to_hf_dataset(samples, as_prompt(prompt))
     ds.save_to_disk(out)
     return len(ds)
+
+
+Writer = Callable[[list[Sample], str, PromptLike], int]
+EXPORT_FORMATS: Registry[Writer] = Registry("export format", key="format")
+EXPORT_FORMATS.add("jsonl", _write_samples)
+EXPORT_FORMATS.add("hf", _write_hf)
+EXPORT_FORMATS.add("verl", _write_verl)

@@ -59,6 +59,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.environments.base import (
     MAX_RESULT_CHARS,
     Environment,
@@ -78,7 +79,10 @@ from tooltune.schema import Sample, SchemaError, Scoring, ToolCall, calls_from_a
 logger = logging.getLogger(__name__)
 
 _PREFIX = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
-CLASSES: dict[str, tuple[str, str]] = {
+CLASSES: Registry[tuple[str, str]] = Registry("BFCL class", key="involved_classes")
+"""The multi-turn classes: module under `bfcl_eval`'s func_source_code, and function-document file.
+BFCL's web-search and memory classes are left out on purpose (network access, files on disk)."""
+for _name, _files in {
     "GorillaFileSystem": ("gorilla_file_system", "gorilla_file_system.json"),
     "MathAPI": ("math_api", "math_api.json"),
     "MessageAPI": ("message_api", "message_api.json"),
@@ -87,9 +91,8 @@ CLASSES: dict[str, tuple[str, str]] = {
     "TradingBot": ("trading_bot", "trading_bot.json"),
     "TravelAPI": ("travel_booking", "travel_booking.json"),
     "VehicleControlAPI": ("vehicle_control", "vehicle_control.json"),
-}
-"""The multi-turn classes: module under `bfcl_eval`'s func_source_code, and function-document file.
-BFCL's web-search and memory classes are left out on purpose (network access, files on disk)."""
+}.items():
+    CLASSES.add(_name, _files)
 
 STATELESS = ("MathAPI",)
 """Classes BFCL never loads a scenario into."""
@@ -136,8 +139,6 @@ def package_data_dir() -> Path:
 
 def function_docs(class_name: str) -> list[dict[str, Any]]:
     """BFCL's function documents of `class_name` (its multi-turn func doc file, one JSON per line)."""
-    if class_name not in CLASSES:
-        raise ValueError(f"unknown BFCL class {class_name!r}; known: {sorted(CLASSES)}")
     path = package_data_dir() / "multi_turn_func_doc" / CLASSES[class_name][1]
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -145,12 +146,11 @@ def function_docs(class_name: str) -> list[dict[str, Any]]:
 
 def api_class(class_name: str) -> type:
     """The BFCL class itself (imported on first use)."""
-    if class_name not in CLASSES:
-        raise ValueError(f"unknown BFCL class {class_name!r}; known: {sorted(CLASSES)}")
+    module_name = CLASSES[class_name][0]
     if importlib.util.find_spec("bfcl_eval") is None:
         raise ImportError(_MISSING)
     bfcl_environment()
-    module = importlib.import_module(f"{_PREFIX}.{CLASSES[class_name][0]}")
+    module = importlib.import_module(f"{_PREFIX}.{module_name}")
     return getattr(module, class_name)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tooltune.config import Registry
 from tooltune.generation.predictions import read_predictions
 from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, sample
 from tooltune.models.loading import load_model_and_tokenizer
@@ -29,8 +30,6 @@ from tooltune.prompts import encode_chat, render_answer
 from tooltune.schema import SchemaError, ToolCall
 
 logger = logging.getLogger(__name__)
-
-BACKENDS = ("hf", "openai", "replay", "scripted")
 
 
 @dataclass
@@ -458,11 +457,14 @@ class ScriptedBackend:
         return out
 
 
+BACKENDS: Registry[Callable[..., Backend]] = Registry("backend", key="kind")
+"""The backend classes by kind."""
+for _kind, _backend in (("hf", HFBackend), ("openai", OpenAIBackend), ("replay", ReplayBackend),
+                        ("scripted", ScriptedBackend)):
+    BACKENDS.add(_kind, _backend)
+
+
 def make_backend(kind: str, **kw: Any) -> Backend:
-    """Build a backend by kind ("hf", "openai", "replay", "scripted"); `kw` go to its constructor."""
-    classes: dict[str, Callable[..., Backend]] = {
-        "hf": HFBackend, "openai": OpenAIBackend, "replay": ReplayBackend, "scripted": ScriptedBackend,
-    }
-    if kind not in classes:
-        raise ValueError(f"unknown backend {kind!r}; expected one of {BACKENDS}")
-    return classes[kind](**kw)
+    """Build a backend by kind (a name in `BACKENDS`: "hf", "openai", "replay", "scripted"); `kw` go to
+    its constructor."""
+    return BACKENDS[kind](**kw)

@@ -34,6 +34,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+from tooltune.config import Registry
 from tooltune.environments import (
     ENVIRONMENTS,
     Environment,
@@ -139,8 +140,11 @@ class RewardingTRLEnvironment(TRLEnvironment):
         return self._outcome_score(None)
 
 
-REWARDS = {"get_reward": RewardingTRLEnvironment, "final_answer": TRLEnvironment}
-"""How a generated class is rewarded: by its own ``get_reward``, or by `final_answer_reward`."""
+REWARDS: Registry[type[TRLEnvironment]] = Registry("environment reward", key="reward")
+"""How a generated class is rewarded (its base class): by its own ``get_reward``, or by
+`final_answer_reward`."""
+REWARDS.add("get_reward", RewardingTRLEnvironment)
+REWARDS.add("final_answer", TRLEnvironment)
 
 
 def _final_text(completion: Any) -> str:
@@ -178,11 +182,10 @@ def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: s
                       reward: str = "get_reward", settings: EnvironmentSettings | None = None) -> type:
     """A TRL environment class for the registered environment `environment` whose methods are `tools`
     (the first spec of a name wins), rewarded as `reward` says (`REWARDS`); its instances build their
-    environment with `settings` (`make_environment`). ValueError when `environment` is not registered
-    (`UnknownName`, naming the closest) or `reward` is unknown."""
+    environment with `settings` (`make_environment`). `UnknownName` (a ValueError naming the closest
+    names) when `environment` is not registered or `reward` is unknown."""
     ENVIRONMENTS.get(environment)  # an unknown name refused before TRL probes the class
-    if reward not in REWARDS:
-        raise ValueError(f"reward {reward!r}: choose one of {sorted(REWARDS)}")
+    base = REWARDS[reward]
     unique = list({t.name: t for t in reversed(list(tools))}.values())[::-1]
     methods = python_tools(unique)
     body: dict[str, Any] = {"environment_name": environment, "environment_settings": settings,
@@ -191,7 +194,7 @@ def environment_class(environment: str, tools: Sequence[ToolSpec], class_name: s
                             "__doc__": f"The {environment!r} tooltune environment as a TRL environment."}
     body.update({m.method: _method(m) for m in methods})
     name = class_name or "".join(p.capitalize() for p in _split(environment)) + "Environment"
-    return type(name, (REWARDS[reward],), body)
+    return type(name, (base,), body)
 
 
 def _split(name: str) -> list[str]:

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.models.corpus import example_texts
 from tooltune.models.tokenizer import EOS_TOKEN, PAD_TOKEN, train_tokenizer
 
@@ -36,19 +37,19 @@ class TinySize:
     from the prompt (2 of 3 quickstart seeds). About 1/sqrt(hidden) (0.08) learned it in 200-300 steps."""
 
 
-SIZES: dict[str, TinySize] = {
-    # Fastest thing that is still a real transformer: for unit tests (~25k parameters).
-    "test": TinySize(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-                     intermediate_size=64, vocab_size=384),
-    # 0.5M parameters: 0.25 s per SFT step at batch 32 on 2 CPU cores, ~1 s per GRPO step
-    # (4 prompts x 8 completions).
-    "small": TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
-                      intermediate_size=384, vocab_size=1024, initializer_range=0.08),
-    # Same as "small": hidden 256 / 4 layers (3.7M parameters) is too slow for a minutes-long quickstart.
-    "quickstart": TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
-                           num_key_value_heads=4, intermediate_size=384, vocab_size=1024,
-                           initializer_range=0.08),
-}
+SIZES: Registry[TinySize] = Registry("tiny-model size", key="size")
+# Fastest thing that is still a real transformer: for unit tests (~25k parameters).
+SIZES.add("test", TinySize(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
+                           intermediate_size=64, vocab_size=384))
+# 0.5M parameters: 0.25 s per SFT step at batch 32 on 2 CPU cores, ~1 s per GRPO step
+# (4 prompts x 8 completions).
+SIZES.add("small", TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=4, intermediate_size=384, vocab_size=1024,
+                            initializer_range=0.08))
+# Same as "small": hidden 256 / 4 layers (3.7M parameters) is too slow for a minutes-long quickstart.
+SIZES.add("quickstart", TinySize(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                 num_key_value_heads=4, intermediate_size=384, vocab_size=1024,
+                                 initializer_range=0.08))
 
 
 def tiny_model(spec: TinySize, seed: int = 0, **config: Any) -> Any:
@@ -87,7 +88,7 @@ def build_tiny_model(
 
     Args:
         out_dir: directory to write (created; existing model files are overwritten).
-        size: a key of `SIZES` ("test", "small", "quickstart").
+        size: a name in `SIZES` ("test", "small", "quickstart"); another is an `UnknownName`.
         seed: seeds the weight initialisation; the same seed and corpus give byte-identical files.
         corpus: texts to train the tokenizer on; default: a built-in corpus of rendered tool-calling
             examples (`tooltune.models.corpus.example_texts`). Pass your training texts for a better fit.
@@ -100,8 +101,6 @@ def build_tiny_model(
     """
     from transformers import GenerationConfig  # deferred: transformers takes seconds to import
 
-    if size not in SIZES:
-        raise ValueError(f"unknown tiny-model size {size!r}; choose one of {sorted(SIZES)}")
     spec = SIZES[size]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,23 +13,32 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-CLOCKS = {
-    "cpu": "process CPU time (time.process_time: all threads of the process)",
-    "wall": "wall-clock time (time.perf_counter)",
-}
-"""Clock name -> what it counts (the reports print this)."""
+from tooltune.config import Registry
+
+
+@dataclass(frozen=True)
+class Clock:
+    """A clock a time budget counts on: how to read it, and what it counts (the reports print this)."""
+
+    read: Callable[[], float]
+    counts: str
+
+
+CLOCKS: Registry[Clock] = Registry("clock")
+CLOCKS.add("cpu", Clock(time.process_time,
+                        "process CPU time (time.process_time: all threads of the process)"))
+CLOCKS.add("wall", Clock(time.perf_counter, "wall-clock time (time.perf_counter)"))
 
 TRAIN_KEYS = {"cpu": "train_cpu_s", "wall": "train_wall_s"}
 """Clock -> the key of a GRPO summary (`training.diagnostics.grpo_summary`) holding its training time."""
 
 
 def now(clock: str) -> float:
-    """The current reading of `clock` in seconds."""
-    if clock not in CLOCKS:
-        raise ValueError(f"unknown clock {clock!r}; choose from {sorted(CLOCKS)}")
-    return time.process_time() if clock == "cpu" else time.perf_counter()
+    """The current reading of `clock` (a name in `CLOCKS`) in seconds."""
+    return CLOCKS[clock].read()
 
 
 def grpo_curve(summary: dict[str, Any], clock: str) -> list[dict[str, Any]]:
@@ -47,9 +56,10 @@ class BudgetWatch:
     """Stops an `SFTLoop` once `budget` seconds of `clock` were spent training, and evaluates at given
     training times on the way (`marks`: GRPO's evaluation times, so both curves share their x values).
 
-    Use as the loop's callback with `every=1`; the time spent inside the callback (the evaluations)
-    is not training time. `points` collects {"step", "t", "accuracy"}: one per mark passed, and one
-    at the end (none at all without marks)."""
+    Use as the loop's budget and its callback with `every=1` (`loop.train(budget=watch, every=1,
+    callback=watch)`: the progress bar then counts the budget's seconds); the time spent inside the
+    callback (the evaluations) is not training time. `points` collects {"step", "t", "accuracy"}: one
+    per mark passed, and one at the end (none at all without marks)."""
 
     def __init__(
         self,

@@ -62,7 +62,7 @@ def build(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[st
         "environment": environment(),
         "stages_finished": list(results),
         "timings": {},
-        "clock": {"name": config.get("clock", "wall"), "counts": CLOCKS[config.get("clock", "wall")]},
+        "clock": {"name": config.get("clock", "wall"), "counts": CLOCKS[config.get("clock", "wall")].counts},
     }
     for s in r["stages_finished"]:
         r["timings"][s] = results[s]["timing"]

@@ -375,7 +375,7 @@ def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
     warm = [{"step": loop.step, "t": 0.0, "accuracy": first["accuracy"]}] if first and not first["step"] \
         else []
     start, trained, cpu, wall = loop.step, loop.train_seconds, time.process_time(), time.perf_counter()
-    loop.train(steps=10**9, every=1, callback=watch, progress="continued SFT")
+    loop.train(budget=watch, every=1, callback=watch, progress="continued SFT")
     loop.save(p.model_dir("sft_continued"))
     return {
         "steps": loop.step - start,

@@ -2,7 +2,8 @@
 
 Public entry points:
 - `binary_reward(completion, answer, template="tool_n1", format_mode="strict", require_format=True)`
-- `get_reward(name, **params)` and `REWARDS` (the registry), `PRESETS` (the papers' compositions)
+- `get_reward(name, **params)` and `REWARDS` (the registry: `REWARDS.register(cls)` adds a reward),
+  `PRESETS` (the papers' compositions)
 - `CompositeReward(components={name: weight}, template=..., **params)` -> {component: value, "score": ...}
 - `build_reward(config, template)`: the composition of a reward configuration (`RewardConfig` fields),
   the one construction training and verl share
@@ -13,7 +14,7 @@ Heavy dependencies (sentence-transformers, the student model) load only when SMV
 from tooltune.rewards.adapters import TRLRewardFunction
 from tooltune.rewards.binary import binary_reward
 from tooltune.rewards.composite import CompositeReward, build_reward
-from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, register_reward
+from tooltune.rewards.registry import PRESETS, REWARDS, get_reward
 
 __all__ = [
     "PRESETS",
@@ -23,5 +24,4 @@ __all__ = [
     "binary_reward",
     "build_reward",
     "get_reward",
-    "register_reward",
 ]

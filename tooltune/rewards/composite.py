@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tooltune.config import ConfigError, unknown_name
+from tooltune.config import ConfigError
 from tooltune.prompts import PromptTemplate
 from tooltune.rewards.base import parse_contexts
 from tooltune.rewards.registry import PRESETS, REWARDS, get_reward, reward_params
@@ -64,10 +64,7 @@ class CompositeReward:
     @classmethod
     def from_preset(cls, preset: str, **params: Any) -> CompositeReward:
         """A named composition (see `tooltune.rewards.registry.PRESETS`); `params` override its settings."""
-        try:
-            spec = dict(PRESETS[preset])
-        except KeyError:
-            raise ValueError(f"unknown reward preset {preset!r}; known: {sorted(PRESETS)}") from None
+        spec = dict(PRESETS[preset])
         spec.update(params)
         return cls(**spec)
 
@@ -133,8 +130,7 @@ def build_reward(config: Any, template: str | PromptTemplate, key: str = "reward
     if not isinstance(components, Mapping) or not components:
         raise ConfigError(f"{key}.components: at least one component is needed, e.g. {{binary: 1}}")
     for name, weight in components.items():
-        if name not in REWARDS:
-            raise unknown_name(f"{key}.components", "reward", name, REWARDS)
+        REWARDS.get(name, key=f"{key}.components")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ConfigError(f"{key}.components.{name}: the weight must be a number, got {weight!r}")
     params = dict(_field(config, "params", {}) or {})

@@ -1,7 +1,10 @@
 """Rewards by name, and the named compositions (presets) of the papers' recipes.
 
-`get_reward(name, **params)` builds one reward; parameters a reward's constructor does not take are
-an error, so a typo in a YAML file fails at start-up rather than training on a default.
+`REWARDS` and `PRESETS` are `tooltune.config.Registry` objects: a new reward is added with
+`REWARDS.register(cls)` (the class's `name`), a new composition with `PRESETS.add(name, spec)`, and an
+unknown name is an `UnknownName` listing the closest names. `get_reward(name, **params)` builds one
+reward; parameters a reward's constructor does not take are an error, so a typo in a YAML file fails
+at start-up rather than training on a default.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.rewards.base import Reward
 from tooltune.rewards.binary import BinaryReward, CorrectnessReward, FormatReward
 from tooltune.rewards.cer import CERReward
@@ -17,24 +21,24 @@ from tooltune.rewards.outcome import OutcomeReward, TurnFormatReward
 from tooltune.rewards.smv import SMVReward
 from tooltune.rewards.toolrl import ToolRLCorrectnessReward, ToolRLFormatReward, ToolRLReward
 
-REWARDS: dict[str, type[Reward]] = {
-    cls.name: cls
-    for cls in (
-        BinaryReward,
-        CorrectnessReward,
-        FormatReward,
-        FineGrainedReward,
-        ToolRLReward,
-        ToolRLFormatReward,
-        ToolRLCorrectnessReward,
-        SMVReward,
-        CERReward,
-        OutcomeReward,
-        TurnFormatReward,
-    )
-}
+REWARDS: Registry[type[Reward]] = Registry("reward", key="reward.components")
+for _cls in (
+    BinaryReward,
+    CorrectnessReward,
+    FormatReward,
+    FineGrainedReward,
+    ToolRLReward,
+    ToolRLFormatReward,
+    ToolRLCorrectnessReward,
+    SMVReward,
+    CERReward,
+    OutcomeReward,
+    TurnFormatReward,
+):
+    REWARDS.register(_cls)
 
-PRESETS: dict[str, dict[str, Any]] = {
+PRESETS: Registry[dict[str, Any]] = Registry("reward preset", key="reward")
+for _name, _spec in {
     # Tool-N1 (arXiv 2505.00024): binary reward, format logged alongside.
     "tool_n1": {"components": {"binary": 1.0, "format": 0.0}, "template": "tool_n1"},
     # Tool-N1 Table 3 ablations.
@@ -58,7 +62,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # Agentic (multi-turn in the loop) training: the environment's outcome (BFCL multi-turn checker's
     # semantics: state match + required responses), the share of well-formed turns logged.
     "agentic": {"components": {"outcome": 1.0, "turn_format": 0.0}, "template": "tool_n1"},
-}
+}.items():
+    PRESETS.add(_name, _spec)
 
 
 def reward_params(name: str) -> set[str]:
@@ -68,10 +73,8 @@ def reward_params(name: str) -> set[str]:
 
 
 def reward_class(name: str) -> type[Reward]:
-    try:
-        return REWARDS[name]
-    except KeyError:
-        raise ValueError(f"unknown reward {name!r}; known: {sorted(REWARDS)}") from None
+    """The Reward class registered as `name` (`UnknownName` when there is none)."""
+    return REWARDS.get(name, key="reward")
 
 
 def get_reward(name: str, **params: Any) -> Reward:
@@ -83,8 +86,3 @@ def get_reward(name: str, **params: Any) -> Reward:
         )
     return reward_class(name)(**params)
 
-
-def register_reward(cls: type[Reward]) -> type[Reward]:
-    """Add a Reward subclass under `cls.name` (usable as a decorator)."""
-    REWARDS[cls.name] = cls
-    return cls

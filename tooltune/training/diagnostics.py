@@ -26,6 +26,7 @@ from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import PromptTemplate, grammar_for, row_tools
+from tooltune.training.progress import budget_bar, show_progress
 from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,10 @@ class TrainingClock:
     def cpu_seconds(self) -> float:
         return self.cpu_offset + time.process_time() - self.c0 - self.cpu_skipped
 
+    def seconds_on(self, clock: str) -> float:
+        """Training seconds on `clock`: ``cpu`` (`cpu_seconds`) or ``wall`` (`seconds`)."""
+        return self.cpu_seconds if clock == "cpu" else self.seconds
+
 
 class MetricsLogger(TrainerCallback):
     """Appends every Trainer log record as one JSON line to the metrics file.
@@ -141,8 +146,7 @@ class MetricsLogger(TrainerCallback):
         self.clock.start()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        spent = self.clock.cpu_seconds if self.budget_clock == "cpu" else self.clock.seconds
-        if self.max_seconds and spent >= self.max_seconds:
+        if self.max_seconds and self.clock.seconds_on(self.budget_clock) >= self.max_seconds:
             control.should_training_stop = True
 
     def on_log(
@@ -169,20 +173,37 @@ class StepProgress(TrainerCallback):
     """One progress bar per training run, the last reward and held-out accuracy beside it.
 
     Replaces the Trainer's own bar, which prints every log record (every step at logging_steps 1);
-    the records themselves are in the metrics file."""
+    the records themselves are in the metrics file. A run under a time budget (`budget_s` > 0 seconds
+    of `clock` on `budget_clock`, the clock `MetricsLogger` stops it by) gets a bar of the budget's
+    seconds with the step count beside it (`tooltune.training.progress`); another, a bar of steps."""
 
-    def __init__(self, desc: str = "train", budget_s: float = 0.0) -> None:
+    def __init__(
+        self, desc: str = "train", budget_s: float = 0.0, clock: TrainingClock | None = None,
+        budget_clock: str = "wall",
+    ) -> None:
         self.desc, self.budget_s, self.bar, self.postfix = desc, budget_s, None, {}
+        self.clock, self.budget_clock = clock or TrainingClock(), budget_clock
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if state.is_world_process_zero:
-            desc = f"{self.desc} ({self.budget_s:.0f} s budget)" if self.budget_s else self.desc
-            total = None if self.budget_s else state.max_steps or None
-            self.bar = tqdm(total=total, initial=state.global_step, desc=desc, unit="step")
+        if not state.is_world_process_zero:
+            return
+        if self.budget_s:
+            self.bar = budget_bar(self.desc, self.budget_s, self.budget_clock, self._spent())
+        else:
+            total = state.max_steps or None
+            self.bar = tqdm(total=total, initial=state.global_step, desc=self.desc, unit="step")
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-        if self.bar is not None:
+        if self.bar is None:
+            return
+        if self.budget_s:
+            self.postfix["steps"] = str(state.global_step)  # kept when a log record redraws the postfix
+            show_progress(self.bar, self._spent(), state.global_step, self.postfix)
+        else:
             self.bar.update(state.global_step - self.bar.n)
+
+    def _spent(self) -> float:
+        return self.clock.seconds_on(self.budget_clock)
 
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any

@@ -444,7 +444,7 @@ def _grpo_stage(
     trainer.add_callback(heldout)
     trainer.remove_callback(PrinterCallback)  # these print every log record; the file holds them
     trainer.remove_callback(ProgressCallback)
-    trainer.add_callback(StepProgress("grpo", cfg.grpo.max_seconds))
+    trainer.add_callback(StepProgress("grpo", cfg.grpo.max_seconds, clock, cfg.grpo.max_seconds_clock))
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     trainer.train(resume_from_checkpoint=ckpt)
     if trainer.accelerator.is_main_process:

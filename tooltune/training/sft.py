@@ -27,11 +27,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from tooltune.prompts import encode_chat, row_tools
 from tooltune.training import lora
 from tooltune.training.data import rows_dataset
+from tooltune.training.progress import SecondsOf, TimeBudget, phase_bar, show_progress
 
 SFT_STATE = "sft_state.pt"
 """Optimizer, step and RNG state of an `SFTLoop` checkpoint; written last, so it marks the folder complete."""
@@ -254,30 +253,38 @@ class SFTLoop:
         every: int = 0,
         callback: Callback | None = None,
         progress: str | None = None,
+        budget: TimeBudget | None = None,
     ) -> int:
-        """Train until `steps` more optimizer steps or `seconds` more training time, whichever first.
+        """Train until `steps` more optimizer steps or the time budget is spent, whichever first.
 
-        `callback(loop)` runs after every step whose number (`loop.step`) is a multiple of `every`, and
-        after the last step; its time is not training time (the `seconds` budget and `train_seconds`
-        leave it out), and a true return value stops training. `progress` names a progress bar.
+        The budget is `budget` (seconds of its clock, checked after each step, before the callback, so a
+        callback that measures the same budget later sees it spent too), else `seconds` more training
+        time of this loop. `callback(loop)` runs after every step whose number (`loop.step`) is a multiple of
+        `every`, and after the last step; its time is not training time (`seconds` and `train_seconds`
+        leave it out), and a true return value stops training. `progress` names a progress bar: of the
+        budget's seconds when there is a budget (`tooltune.training.progress`), else of the steps.
         Returns the number of steps taken.
         """
-        done, spent, last_called = 0, 0.0, -1
-        bar = tqdm(total=steps, desc=progress, unit="step", disable=progress is None)
+        if budget is None and seconds is not None:
+            budget = SecondsOf("wall", seconds, lambda: self.train_seconds)
+        done, last_called = 0, -1
+        out_of_time = budget is not None and budget.spent >= budget.budget
+        bar = phase_bar(progress, steps, budget)
         try:
-            while (steps is None or done < steps) and (seconds is None or spent < seconds):
+            while (steps is None or done < steps) and not out_of_time:
                 t = time.perf_counter()
                 self.train_step()
-                dt = time.perf_counter() - t
-                spent += dt
-                self.train_seconds += dt
+                self.train_seconds += time.perf_counter() - t
                 done += 1
-                bar.update(1)
+                out_of_time = budget is not None and budget.spent >= budget.budget
+                stop = False
                 if callback is not None and every and self.step % every == 0:
                     last_called = self.step
-                    if callback(self):
-                        break
-                bar.set_postfix(loss=f"{self.loss:.3f}", **self.postfix, refresh=False)
+                    stop = callback(self)
+                spent = budget.spent if budget is not None else None
+                show_progress(bar, spent, done, {"loss": f"{self.loss:.3f}", **self.postfix})
+                if stop:
+                    break
             if callback is not None and done and last_called != self.step:
                 callback(self)
         finally:

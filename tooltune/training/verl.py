@@ -43,10 +43,7 @@ def _composite(spec: Any, template: str | None) -> CompositeReward:
             spec = {**spec, "template": without_chat_template(spec["template"])}
         if isinstance(spec, str):
             params = {"template": without_chat_template(template)} if template else {}
-            if spec not in PRESETS:
-                raise ValueError(
-                    f"verl compute_score: unknown reward preset {spec!r}; known: {sorted(PRESETS)}"
-                )
+            PRESETS.get(spec, key="verl compute_score: extra_info.reward / TOOLTUNE_REWARD")
             _BUILT[key] = CompositeReward.from_preset(spec, **params)
         else:
             _BUILT[key] = CompositeReward.from_config(

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.data.synthetic.bfcl_heldout import check_heldout
 from tooltune.environments.bfcl import BfclEnvironment, function_docs
@@ -320,10 +321,11 @@ def trade_cancel(rng: random.Random) -> Draft:
     return Draft("trade_cancel", request, ["TradingBot"], config, steps)
 
 
-KINDS: dict[str, Callable[[random.Random], Draft]] = {
-    f.__name__: f for f in (fs_write, fs_copy_count, fs_rename_grep, msg_send, msg_new_contact, msg_delete,
-                            car_start, car_climate, trade_buy, trade_watch, trade_cancel)}
+KINDS: Registry[Callable[[random.Random], Draft]] = Registry("task kind", key="kinds")
 """Every task kind by name."""
+for _draft in (fs_write, fs_copy_count, fs_rename_grep, msg_send, msg_new_contact, msg_delete,
+               car_start, car_climate, trade_buy, trade_watch, trade_cancel):
+    KINDS.add(_draft.__name__, _draft)
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,9 +387,9 @@ def generate_bfcl_tasks(
     if split not in SPLITS:
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     names = list(kinds) if kinds is not None else list(KINDS)
-    unknown = [k for k in names if k not in KINDS]
-    if unknown or not names:
-        raise ValueError(f"unknown task kinds {unknown}; known: {sorted(KINDS)}")
+    if not names:
+        raise ValueError(f"kinds: at least one task kind is needed; registered: {', '.join(sorted(KINDS))}")
+    drafts = [KINDS[k] for k in names]
     rng = random.Random(seed)
     out: list[Sample] = []
     seen: set[str] = set()
@@ -396,7 +398,7 @@ def generate_bfcl_tasks(
         attempts += 1
         if attempts > 50 * n + 100:
             raise RuntimeError(f"could not draw {n} distinct {split} tasks of kinds {names}")
-        d = KINDS[names[len(out) % len(names)]](rng)
+        d = drafts[len(out) % len(names)](rng)
         key = json.dumps([d.request, d.config], sort_keys=True)
         if key in seen or split_of(d.request, d.config) != split:
             continue

@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tooltune.config import option
+from tooltune.config import Registry, option
 from tooltune.data.sources.toolace import TOOLS_MARKER
 from tooltune.data.synthetic.tools import BY_NAME, CHAINS, TOOLS, Tool
 from tooltune.prompts import python_calls
 from tooltune.schema import ToolCall
 
-FORMATS = ("canonical", "xlam", "toolace")
 SINGLE_STEP = ("simple", "multiple", "parallel", "parallel_multiple", "irrelevance")
 WRAPPERS = (
     "{x}.",
@@ -347,35 +346,49 @@ def to_toolace(tasks: list[Task], rng: random.Random, spaced: bool) -> dict[str,
     }
 
 
+def _canonical_records(cfg: SynthConfig) -> Iterator[dict[str, Any]]:
+    for i, task in enumerate(iter_tasks(cfg)):
+        yield to_canonical(task, i, cfg.seed)
+
+
+def _xlam_records(cfg: SynthConfig) -> Iterator[dict[str, Any]]:
+    for i, task in enumerate(iter_tasks(cfg, SINGLE_STEP)):
+        yield to_xlam(task, i)
+
+
+def _toolace_records(cfg: SynthConfig) -> Iterator[dict[str, Any]]:
+    rng = random.Random(cfg.seed + 1)
+    tasks = iter_tasks(SynthConfig(**{**vars(cfg), "n": cfg.n * 2}))
+    for _ in range(cfg.n):
+        group = [next(tasks)]
+        if rng.random() < cfg.followup_rate:
+            group.append(next(tasks))
+        yield to_toolace(group, rng, rng.random() < cfg.spaced_names)
+
+
+FORMATS: Registry[Callable[[SynthConfig], Iterator[dict[str, Any]]]] = Registry("record format", key="format")
+"""The record formats `generate` writes, each a generator of `cfg.n` records."""
+FORMATS.add("canonical", _canonical_records)
+FORMATS.add("xlam", _xlam_records)  # xLAM has no multi-step records: that category is left out
+FORMATS.add("toolace", _toolace_records)
+
+
 def generate(cfg: SynthConfig, fmt: str = "canonical") -> Iterator[dict[str, Any]]:
-    """`cfg.n` records in `fmt` (xLAM has no multi-step records: that category is left out)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {FORMATS}")
-    if fmt == "canonical":
-        for i, task in enumerate(iter_tasks(cfg)):
-            yield to_canonical(task, i, cfg.seed)
-    elif fmt == "xlam":
-        for i, task in enumerate(iter_tasks(cfg, SINGLE_STEP)):
-            yield to_xlam(task, i)
-    else:
-        rng = random.Random(cfg.seed + 1)
-        tasks = iter_tasks(SynthConfig(**{**vars(cfg), "n": cfg.n * 2}))
-        for _ in range(cfg.n):
-            group = [next(tasks)]
-            if rng.random() < cfg.followup_rate:
-                group.append(next(tasks))
-            yield to_toolace(group, rng, rng.random() < cfg.spaced_names)
+    """`cfg.n` records in `fmt` (a name in `FORMATS`; xLAM has no multi-step records: that category is
+    left out). An unknown `fmt` is an `UnknownName` when the records are first asked for."""
+    yield from FORMATS[fmt](cfg)
 
 
 def write(cfg: SynthConfig, path: str, fmt: str = "canonical") -> int:
     """Write `cfg.n` records as JSONL; returns the count."""
+    records = FORMATS[fmt]
     n = 0
     with open(path, "w", encoding="utf-8") as f:
         if fmt == "canonical":
             for n, task in enumerate(iter_tasks(cfg), 1):
                 f.write(_canonical_line(task, n - 1, cfg.seed) + "\n")
             return n
-        for rec in generate(cfg, fmt):
+        for rec in records(cfg):
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
             n += 1
     return n

@@ -31,6 +31,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from tooltune.config import Registry
 from tooltune.environments.acebench_apis.travel import Travel
 from tooltune.schema import ToolCall
 
@@ -300,8 +301,10 @@ class FoodPlatform(BaseApi):
         return {"status": True, "orders": hits} if hits else _fail("No matching orders found")
 
 
-CLASSES: dict[str, type] = {"BaseApi": BaseApi, "MessageApi": MessageApi, "ReminderApi": ReminderApi,
-                            "FoodPlatform": FoodPlatform, "Travel": Travel}
+CLASSES: Registry[type] = Registry("ACEBench class", key="involved_classes")
+"""The ACEBench API classes a conversation may involve, by name."""
+for _api in (BaseApi, MessageApi, ReminderApi, FoodPlatform, Travel):
+    CLASSES.add(_api.__name__, _api)
 
 
 def result_text(value: Any) -> str:
@@ -318,9 +321,8 @@ class Sandbox:
     """The API instances of one conversation; created at the first executed call."""
 
     def __init__(self, initial_config: dict[str, Any], involved: list[str], variant: str) -> None:
-        unknown = [c for c in involved if c not in CLASSES]
-        if unknown:
-            raise ValueError(f"unknown ACEBench classes {unknown}; known: {sorted(CLASSES)}")
+        for name in involved:
+            CLASSES.get(name)  # an unknown class is refused now, not at the first executed call
         self.initial_config, self.involved, self.variant = initial_config, list(involved), variant
         self.instances: dict[str, Any] = {}
 
