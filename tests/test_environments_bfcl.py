@@ -29,7 +29,6 @@ from tooltune.environments.base import MAX_ARGUMENT_DEPTH, TaskError, check_lite
 from tooltune.environments.bfcl import (
     CLASSES,
     CORRECTED_RULES,
-    SCORING,
     BfclEnvironment,
     api_class,
     function_docs,
@@ -344,7 +343,7 @@ def test_any_literal_call_returns_a_tool_message(everything, name, args, data):
 
 
 def _both(task: Sample) -> dict[str, BfclEnvironment]:
-    envs = {s: BfclEnvironment(scoring=s) for s in SCORING}
+    envs = {s: BfclEnvironment(scoring=s) for s in Scoring}
     for env in envs.values():
         env.reset(task)
     return envs

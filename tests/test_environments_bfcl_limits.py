@@ -13,7 +13,7 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirement
 
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.environments.base import TaskError
-from tooltune.environments.bfcl import SCORING, BfclEnvironment, function_docs
+from tooltune.environments.bfcl import BfclEnvironment, function_docs
 from tooltune.environments.bfcl_limits import (
     MAX_DECIMAL_PLACES,
     MAX_TREE_DEPTH,
@@ -21,7 +21,7 @@ from tooltune.environments.bfcl_limits import (
     argument_problem,
     tree_problem,
 )
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 
 def _env(cls: str, scoring: str, config: dict | None = None) -> BfclEnvironment:
@@ -38,7 +38,7 @@ def _fs_state(env: BfclEnvironment) -> dict:
     return {"root": copy.deepcopy(fs.root), "cwd": fs._current_dir.name}
 
 
-@pytest.mark.parametrize("scoring", SCORING)
+@pytest.mark.parametrize("scoring", Scoring)
 @pytest.mark.parametrize("places", [-(10**7), -(10**8), -(10**18), 10**18, -(MAX_DECIMAL_PLACES + 1)])
 def test_round_number_with_huge_decimal_places_is_refused(scoring, places):
     env = _env("MathAPI", scoring)
@@ -47,7 +47,7 @@ def test_round_number_with_huge_decimal_places_is_refused(scoring, places):
     assert env.timeouts == 0
 
 
-@pytest.mark.parametrize("scoring", SCORING)
+@pytest.mark.parametrize("scoring", Scoring)
 def test_round_number_within_the_limit_runs_as_bfcl_does(scoring):
     env = _env("MathAPI", scoring)
 
@@ -74,7 +74,7 @@ def test_argument_limits(call, limited):
     assert (argument_problem(call) is not None) == limited
 
 
-@pytest.mark.parametrize("scoring", SCORING)
+@pytest.mark.parametrize("scoring", Scoring)
 def test_a_tree_nested_past_the_limit_is_refused_and_every_later_call_works(scoring):
     env = _env("GorillaFileSystem", scoring)
     refused = []
@@ -93,7 +93,7 @@ def test_a_tree_nested_past_the_limit_is_refused_and_every_later_call_works(scor
     assert env.outcome().details["scoring"] == scoring  # the state comparison recurses too: it works
 
 
-@pytest.mark.parametrize("scoring", SCORING)
+@pytest.mark.parametrize("scoring", Scoring)
 def test_a_folder_copied_into_itself_is_refused_and_changes_nothing(scoring):
     env = _env("GorillaFileSystem", scoring)
     env.step(ToolCall("mkdir", {"dir_name": "a"}))
@@ -104,7 +104,7 @@ def test_a_folder_copied_into_itself_is_refused_and_changes_nothing(scoring):
     assert json.loads(env.step(ToolCall("find", {})).content) == {"matches": ["./a"]}
 
 
-@pytest.mark.parametrize("scoring", SCORING)
+@pytest.mark.parametrize("scoring", Scoring)
 def test_copies_that_double_the_tree_are_capped(scoring):
     env = _env("GorillaFileSystem", scoring)
     for call in (ToolCall("mkdir", {"dir_name": "a"}), ToolCall("cd", {"folder": "a"}),

@@ -23,7 +23,7 @@ from tooltune.environments.acebench import AcebenchEnvironment
 from tooltune.environments.acebench_apis import CLASSES as ACE_CLASSES
 from tooltune.environments.base import MAX_ARGUMENT_DEPTH, MAX_RESULT_CHARS, Environment
 from tooltune.environments.limits import STEP_SECONDS, StepTimeout, shielded, step_budget
-from tooltune.schema import Sample, ToolCall, ToolSpec
+from tooltune.schema import Sample, Scoring, ToolCall, ToolSpec
 
 LOOSE = 30.0
 """The budget of the property tests: far above any real call, so only a runaway step reaches it."""
@@ -223,7 +223,7 @@ def _bfcl_docs() -> list[tuple[str, dict]]:
 BFCL_DOCS = _bfcl_docs()
 
 
-@pytest.fixture(scope="module", params=bfcl.SCORING)
+@pytest.fixture(scope="module", params=tuple(Scoring))
 def bfcl_env(request):
     from tooltune.data.sources.types import tool_spec_from_source
 

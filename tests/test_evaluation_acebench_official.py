@@ -17,7 +17,7 @@ from tooltune.evaluation.acebench import official
 from tooltune.evaluation.acebench.official_decode import decode_agent_step, decode_answer
 from tooltune.evaluation.acebench.scoring import official_inputs
 from tooltune.prompts import python_calls, render_answer
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 TEMPLATES = ("python", "tool_n1")
 LIST_TYPES = ("array", "tuple", "list(string)", "list(enum)", "objectArray")
@@ -52,7 +52,7 @@ def render(gold: dict[str, dict[str, Any]], template: str = "python") -> str:
 def verdicts(sample: Sample, category: str, text: str, template: str = "python") -> tuple[bool, bool]:
     """(official, corrected) validity of one completion."""
     return tuple(acebench.score(sample, category, text, template, scoring=m).valid  # type: ignore[return-value]
-                 for m in official.SCORING)
+                 for m in Scoring)
 
 
 def passes_officially(sample: Sample, category: str) -> bool:
@@ -118,11 +118,11 @@ def official_failure(sample: Sample, category: str) -> str | None:
 @pytest.mark.parametrize("template", TEMPLATES)
 def test_ground_truth_fails_officially_exactly_where_an_official_bug_predicts(pairs, template) -> None:
     expected = {s.id: why for c, s in pairs if c.startswith("normal") and (why := official_failure(s, c))}
-    failed = {m: set() for m in official.SCORING}
+    failed = {m: set() for m in Scoring}
     records = []
     for c, s in pairs:
         text = acebench.reference_answer(s, c, template)
-        for m in official.SCORING:
+        for m in Scoring:
             v = acebench.score(s, c, text, template, scoring=m)
             if not v.valid:
                 failed[m].add(s.id)
@@ -286,7 +286,7 @@ def test_an_agent_step_missing_its_closing_bracket_is_repaired(data: Path) -> No
     # the agent loop executes the repaired step under ACEBench's format, in both scoring modes
     e = next(e for e in entries if e.category == "agent_multi_step")
     first = acebench.agent_plan(e)[0]
-    for scoring in official.SCORING:
+    for scoring in Scoring:
         run = acebench.AgentRun(e, acebench.AgentConfig(template="bfcl", scoring=scoring))
         run.feed_agent(render_answer(first, "bfcl")[:-1])
         assert run.steps == [python_calls(first)]
@@ -394,7 +394,7 @@ def test_the_scorer_never_raises_on_hostile_text(pairs, template) -> None:
     hostile = ["", "[" * 5000, "[f(a=" + "[" * 300 + "]" * 300 + ")]", "x" * 300_000, "\x00", "[f(**{1: 2})]",
                "[f(a=" + "-" * 10_000 + "1)]", "<think></think><tool_call>[{\"name\": 1}]</tool_call>", None]
     for text in hostile:
-        for m in official.SCORING:
+        for m in Scoring:
             assert not acebench.score(s, c, text, template, scoring=m).valid
             acebench.score(s2, c2, text, template, scoring=m)
 

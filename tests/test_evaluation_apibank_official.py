@@ -19,6 +19,7 @@ from tooltune.evaluation.apibank.official import TOOL_CLASSES, execute
 from tooltune.evaluation.apibank.official_decode import literal_lists
 from tooltune.evaluation.apibank.tables import DATABASES, SPECS
 from tooltune.evaluation.apibank.tools_services import tool_description
+from tooltune.schema import Scoring
 
 READERS = ("Get", "Query", "Check")
 
@@ -114,7 +115,7 @@ def test_api_request_prefix_and_text_around_pass_officially(passing) -> None:
         body = _body(s)
         for text in (f"API-Request: {body}", f"Sure, let me do that.\nAPI-Request: {body} I hope this helps!",
                      f"The request is {body}, sent."):
-            for scoring in apibank.SCORINGS:
+            for scoring in Scoring:
                 assert _official(s, level, text, scoring).valid, (s.id, scoring, text)
 
 
@@ -155,7 +156,7 @@ def test_spaces_and_case_follow_each_apis_own_check(passing, api, key, edit, exp
         if text == _with_value(s, key, s.answer[0].arguments[key]):
             continue  # the edit changed nothing (e.g. no '+' in the formula)
         edited += 1
-        for scoring in apibank.SCORINGS:
+        for scoring in Scoring:
             assert _official(s, level, text, scoring).valid is expected, (s.id, text, why)
     assert edited, (api, key)
 

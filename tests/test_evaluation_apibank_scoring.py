@@ -18,7 +18,7 @@ from tooltune.evaluation.apibank.official_decode import (
     official_request,
 )
 from tooltune.prompts import render_answer
-from tooltune.schema import ToolCall
+from tooltune.schema import Scoring, ToolCall
 
 OFFICIAL_CALL = re.compile(r"\[(\w+)\((.*)\)\]")
 
@@ -60,7 +60,7 @@ def test_errors_name_the_official_categories(pairs) -> None:
         "has_exception": f"[{gold.name}(username='nobody', password='x')]",
         "decode_failed": "I will get your token now.",
     }
-    for scoring in apibank.SCORINGS:
+    for scoring in Scoring:
         for why, text in cases.items():
             verdict = apibank.score(s, level, text, "bfcl", scoring=scoring)
             assert not verdict.valid and verdict.error.startswith(why), (scoring, why, verdict.error)
@@ -133,7 +133,7 @@ def test_hostile_completions_never_raise(pairs) -> None:
              "[Calculator(formula=[1, 2])]", "[Calculator(formula={'a': 1})]", "[Calculator(formula='1/0')]",
              "[Calculator(formula='((1+2)')]", "[Calculator(formula='" + "(" * 500 + "1" + ")" * 500 + "')]"]
     for template in ("bfcl", "tool_n1"):
-        for scoring in apibank.SCORINGS:
+        for scoring in Scoring:
             for text in texts:
                 verdict = apibank.score(s, level, text, template, scoring=scoring)
                 assert not verdict.valid and verdict.error

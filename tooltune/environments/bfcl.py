@@ -97,7 +97,6 @@ for _name, _files in {
 STATELESS = ("MathAPI",)
 """Classes BFCL never loads a scenario into."""
 
-SCORING = (Scoring.CORRECTED, Scoring.OFFICIAL)
 CORRECTED_RULES: dict[str, str] = {
     "final_answer_counts": "a required response contained in the final answer text counts as produced "
                            "(BFCL: only tool messages count)",

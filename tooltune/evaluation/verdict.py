@@ -6,13 +6,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.schema import Scoring
-
-
-def check_scoring(scoring: str) -> Scoring:
-    """`scoring` as a `Scoring`; ValueError naming the modes unless it is one."""
-    return Scoring.of(scoring)
-
 
 @dataclass
 class Verdict:

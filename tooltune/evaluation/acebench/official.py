@@ -43,10 +43,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tooltune.evaluation.verdict import check_scoring
 from tooltune.schema import Scoring
 
-SCORING = tuple(Scoring)
 CORRECTED_RULES: dict[str, str] = {
     "top_level_numbers": "top-level numbers and booleans are compared with the expected value (numbers by "
                          "value, booleans only equal booleans); officially they are only type-checked",
@@ -88,7 +86,7 @@ _OK: Result = (True, None)
 
 def rules_for(scoring: Scoring) -> frozenset[str]:
     """The corrected rules a scoring mode applies: none for `official`, all for `corrected`."""
-    check_scoring(scoring)
+    Scoring.of(scoring)
     return frozenset(CORRECTED_RULES) if scoring == "corrected" else frozenset()
 
 

@@ -36,7 +36,6 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from tooltune.evaluation.verdict import check_scoring
 from tooltune.parsing import Grammar, parse_completion
 from tooltune.parsing.limits import MAX_BLOCK_CHARS, MAX_CALLS, MAX_DEPTH
 from tooltune.parsing.python_calls import nesting_depth
@@ -126,7 +125,7 @@ def parse_agent_step(text: Any, template: str | Grammar, mode: str = "strict", m
     """One agent reply's calls. Under the `python` grammar (ACEBench's format) ACEBench's executor
     decoding (`decode_agent_step`, closing-bracket repair included) in both scoring modes: no corrected
     rule changes it. Other templates: their grammar's `parse_completion` under `mode`."""
-    check_scoring(scoring)
+    Scoring.of(scoring)
     grammar = grammar_for(template)
     if grammar.name != "python":
         return parse_completion(text, grammar, mode)

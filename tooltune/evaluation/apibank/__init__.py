@@ -20,7 +20,6 @@ from tooltune.evaluation.apibank.data import LEVELS, TRUTH_KEY, data_files, load
 from tooltune.evaluation.apibank.official import TOOL_CLASSES
 from tooltune.evaluation.apibank.scoring import (
     CORRECTIONS,
-    SCORINGS,
     call_matches,
     judge,
     read_request,
@@ -29,5 +28,5 @@ from tooltune.evaluation.apibank.scoring import (
 )
 from tooltune.evaluation.apibank.truth import dialogue_files
 
-__all__ = ["CORRECTIONS", "LEVELS", "SCORINGS", "TOOL_CLASSES", "TRUTH_KEY", "call_matches", "data_files",
+__all__ = ["CORRECTIONS", "LEVELS", "TOOL_CLASSES", "TRUTH_KEY", "call_matches", "data_files",
            "dialogue_files", "judge", "load_samples", "read_request", "score", "scores"]

@@ -28,14 +28,13 @@ from tooltune.evaluation.apibank.official_decode import (
     official_request,
 )
 from tooltune.evaluation.apibank.truth import Truth
-from tooltune.evaluation.verdict import Verdict, category_accuracy, check_scoring
+from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
 from tooltune.schema import Sample, Scoring, ToolCall
 
 logger = logging.getLogger(__name__)
 
-SCORINGS = tuple(Scoring)
 CORRECTIONS = ("one_request_one_call", "python_values", "dialogue_state", "truth_executed",
                "delete_meeting_start_time", "unexecutable_truth")
 """The named fixes `scoring="corrected"` applies (docs/evaluation.md explains each)."""
@@ -71,7 +70,7 @@ def read_request(text: Any, template: str, mode: str = "strict",
 def score(sample: Sample, level: str, text: Any, template: str, mode: str = "strict",
           scoring: Scoring = Scoring.OFFICIAL) -> Verdict:
     """One API-Bank sample's verdict under `scoring` ("official" or "corrected"); never raises on `text`."""
-    check_scoring(scoring)
+    Scoring.of(scoring)
     raw = sample.meta.get(TRUTH_KEY)
     if not isinstance(raw, Mapping):
         return Verdict(sample.id, level, False, "no_truth: the sample has no dialogue ground truth "

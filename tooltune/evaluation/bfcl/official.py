@@ -48,13 +48,12 @@ from tooltune.environments.limits import STEP_SECONDS, StepTimeout, step_budget
 from tooltune.evaluation.bfcl.data import BfclEntry
 from tooltune.evaluation.bfcl.official_decode import bfcl_decode_execute
 from tooltune.evaluation.bfcl.scoring import NAME_STYLES
-from tooltune.evaluation.verdict import Verdict, check_scoring
+from tooltune.evaluation.verdict import Verdict
 from tooltune.parsing import parse_completion, python_literal
 from tooltune.parsing.limits import MAX_BLOCK_CHARS
 from tooltune.prompts import grammar_for
 from tooltune.schema import Scoring, ToolCall
 
-SCORING = tuple(Scoring)
 STEP_LIMIT = 20
 """BFCL's `MAXIMUM_STEP_LIMIT`: its inference force-quits an entry after a turn of more steps with calls."""
 REFUSED_CALL = "tooltune_refused_call()"
@@ -150,7 +149,7 @@ def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: 
                ) -> tuple[list[str] | None, str | None]:
     """One step's call strings, or (None, reason) when the step holds no call (`official`: skipped;
     `corrected`: the turn ends). `corrected` may return [] (calls, all refused: the turn goes on)."""
-    check_scoring(scoring)
+    Scoring.of(scoring)
     grammar = grammar_for(template)
     if scoring == "official":
         if not isinstance(text, str):
@@ -180,7 +179,7 @@ def decode_result(
     e: BfclEntry, result: Any, template: str, mode: str = "strict", scoring: Scoring = Scoring.OFFICIAL
 ) -> DecodedResult:
     """The calls each turn's steps execute under `scoring` (see the module docstring)."""
-    check_scoring(scoring)
+    Scoring.of(scoring)
     n_turns = len(e.ground_truth)
     out = DecodedResult()
     if not isinstance(result, list):
