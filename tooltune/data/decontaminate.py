@@ -193,18 +193,18 @@ def benchmark_folder(benchmark: str, eval_data: str | os.PathLike | None) -> Pat
 
 
 TurnReader = Callable[[str | os.PathLike | None, str | None], Iterator[Turn]]
-BENCHMARKS: Registry[TurnReader] = Registry("benchmark", key="benchmarks")
+BENCHMARK_TURNS: Registry[TurnReader] = Registry("benchmark", key="benchmarks")
 """The benchmarks samples are checked against: each reads its user turns from (eval_data, bfcl_data)."""
-BENCHMARKS.add("bfcl", lambda eval_data, bfcl_data: bfcl_turns(bfcl_data))
-BENCHMARKS.add("apibank", lambda eval_data, _: apibank_turns(benchmark_folder("apibank", eval_data)))
-BENCHMARKS.add("acebench", lambda eval_data, _: acebench_turns(benchmark_folder("acebench", eval_data)))
+BENCHMARK_TURNS.add("bfcl", lambda eval_data, bfcl_data: bfcl_turns(bfcl_data))
+BENCHMARK_TURNS.add("apibank", lambda eval_data, _: apibank_turns(benchmark_folder("apibank", eval_data)))
+BENCHMARK_TURNS.add("acebench", lambda eval_data, _: acebench_turns(benchmark_folder("acebench", eval_data)))
 
 
-def load_index(eval_data: str | os.PathLike | None = None, benchmarks: Iterable[str] = BENCHMARKS,
+def load_index(eval_data: str | os.PathLike | None = None, benchmarks: Iterable[str] = BENCHMARK_TURNS,
                bfcl_data: str | None = None) -> BenchmarkIndex:
     """The index of every user turn of `benchmarks` (BFCL from the bfcl-eval package or `bfcl_data`,
     the others from `eval_data` or $TOOLTUNE_DATA_DIR). DataFileError when one cannot be found."""
-    sources = [BENCHMARKS[name](eval_data, bfcl_data) for name in benchmarks]
+    sources = [BENCHMARK_TURNS[name](eval_data, bfcl_data) for name in benchmarks]
     index = BenchmarkIndex(turn for source in sources for turn in source)
     for name in benchmarks:
         if not index.turns[name]:
@@ -213,7 +213,8 @@ def load_index(eval_data: str | os.PathLike | None = None, benchmarks: Iterable[
     return index
 
 
-def overlap_counts(rejected: Mapping[str, int], benchmarks: Iterable[str] = BENCHMARKS) -> dict[str, int]:
+def overlap_counts(rejected: Mapping[str, int],
+                   benchmarks: Iterable[str] = BENCHMARK_TURNS) -> dict[str, int]:
     """Samples rejected per benchmark, from the preparation's rejection counts by reason."""
     return {name: int(rejected.get(f"{REASON_PREFIX}{name}", 0)) for name in benchmarks}
 
