@@ -78,6 +78,11 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
     assert list(report["scores"]) == ["base", "sft", "grpo", "sft_continued"]
     assert set(report["scores"]["grpo"]["apibank"]) == {"categories.level-1.accuracy", "overall"}
     assert all(set(v) == {"value", "se"} for v in report["scores"]["base"]["bfcl"].values())
+    assert report["plots"] == ["checkpoints.png"] and (out / "checkpoints.png").stat().st_size > 0
+    assert report["sft_targets"]["n"] == data["sizes"]["train"]  # every target measured against the budgets
+    budgets = {"benchmarks.max_new_tokens", "train.grpo.max_completion_length",
+               "train.diagnostics.eval_max_new_tokens"}
+    assert set(report["sft_targets"]["over"]) == budgets
     pairs = {(r["b"], r["a"], r["benchmark"]) for r in report["paired"]}
     assert ("grpo", "sft_continued", "bfcl") in pairs and ("sft", "base", "unseen_tools") in pairs
     phases = [p["phase"] for p in report["phases"]]

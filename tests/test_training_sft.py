@@ -44,6 +44,18 @@ def test_sft_rows_render_the_answer_or_a_meta_target() -> None:
     assert '"arguments": {}' in noisy[1]["completion"][0]["content"]
 
 
+def test_sft_rows_use_a_samples_own_reasoning_unless_told_to_use_the_templates_line() -> None:
+    from tooltune.training.data import sft_rows
+
+    samples = _samples(1)
+    samples[0].meta["reasoning"] = "A long distilled chain of thought about f."
+    own = sft_rows(samples, "tool_n1")[0]["completion"][0]["content"]
+    assert own.startswith("<think>A long distilled chain of thought about f.</think>")
+    short = sft_rows(samples, "tool_n1", sample_reasoning=False)[0]["completion"][0]["content"]
+    assert short.startswith("<think>") and "distilled" not in short and '"x": 0' in short
+    assert len(short) < len(own)
+
+
 @pytest.mark.parametrize("engine", ["trl", "torch"])
 def test_sft_stage_trains_on_completion_only(engine: str, tiny_model_dir: Path, tmp_path: Path) -> None:
     from tooltune.schema import write_jsonl

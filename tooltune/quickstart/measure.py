@@ -77,3 +77,25 @@ def pass_at_k(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str
         "mixed_groups": sum(1 for r in rewards if 0 < sum(r) < len(r)) / len(rewards),
         "mean_reward": sum(sum(r) / len(r) for r in rewards) / len(rewards),
     }
+
+
+def target_lengths(rows: Sequence[dict[str, Any]], tok: Any, budgets: dict[str, int]) -> dict[str, Any]:
+    """Token lengths of the SFT targets against each generation budget (setting name -> max new tokens).
+
+    A model cannot finish a demonstration longer than the tokens it may generate: with ToolRL's distilled
+    <think> text (a median of ~300 SmolLM2 tokens) and a 256-token budget, most answers are cut before
+    their call. `over` is each budget's share of longer targets."""
+    texts = [r["completion"][-1]["content"] for r in rows]
+    lengths = sorted(len(tok(t, add_special_tokens=False).input_ids) for t in texts)
+    if not lengths:
+        return {"n": 0, "over": {}}
+    pick = lambda q: lengths[min(len(lengths) - 1, int(q * len(lengths)))]  # noqa: E731
+    over = {name: sum(n > cap for n in lengths) / len(lengths) for name, cap in budgets.items() if cap > 0}
+    return {"n": len(lengths), "median": pick(0.5), "p90": pick(0.9), "max": lengths[-1], "over": over}
+
+
+def generation_budgets(cfg: QuickstartConfig) -> dict[str, int]:
+    """The run's generation budgets, by setting name: benchmarks, GRPO completions, validation answers."""
+    return {"benchmarks.max_new_tokens": cfg.benchmarks.max_new_tokens,
+            "train.grpo.max_completion_length": cfg.train.grpo.max_completion_length,
+            "train.diagnostics.eval_max_new_tokens": cfg.train.diagnostics.eval_max_new_tokens}

@@ -114,6 +114,7 @@ def build_real(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> di
         "data": results.get("data"), "subsets": subsets, "scores": _scores(config, results),
         "unseen_tools": unseen, "paired": _paired(config, results), "phases": phases(results),
         "grpo": {k: results["grpo"].get(k) for k in GRPO_KEYS} if "grpo" in results else None,
+        "sft_targets": results.get("sft", {}).get("target_tokens"),
         "environment": environment(), "plots": [],
         "timings": {"stages_wall_s": sum(r.get("timing", {}).get("wall_s", 0.0) for r in results.values()),
                     "stages_cpu_s": sum(r.get("timing", {}).get("cpu_s", 0.0) for r in results.values())},
@@ -136,6 +137,11 @@ def _md(r: dict[str, Any]) -> str:
         if decontamination:
             rejected = ", ".join(f"{b} {n}" for b, n in decontamination["samples_rejected"].items())
             lines += [f"Decontamination (user turns copied from a benchmark), dropped: {rejected}.", ""]
+    lengths = r.get("sft_targets")
+    if lengths and lengths.get("n"):
+        over = ", ".join(f"{share:.0%} longer than {name}" for name, share in lengths["over"].items())
+        lines += [f"SFT targets: {lengths['median']} tokens median, {lengths['p90']} p90, "
+                  f"{lengths['max']} max; {over}.", ""]
     for bench, subset in r["subsets"].items():
         if subset:
             how = subset.get("per_category", "listed")
@@ -162,6 +168,8 @@ def _md(r: dict[str, Any]) -> str:
             z = "–" if d.get("z") is None else f"{d['z']:+.2f}"
             lines.append(f"| {row['what']} | {row['benchmark']} | {key} | {100 * d['delta']:+.1f} | "
                          f"{_pct(d.get('se'))} | {z} |")
+    if r["plots"]:
+        lines += ["", *(f"![{name}]({name})" for name in r["plots"])]
     lines += ["", "Timings", "", "| phase | wall (s) | CPU (s) |", "|---|---|---|"]
     for p in r["phases"]:
         wall = "–" if p["wall_s"] is None else f"{p['wall_s']:.0f}"
@@ -170,11 +178,49 @@ def _md(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def checkpoints_plot(out: Path, config: dict[str, Any], report: dict[str, Any]) -> list[str]:
+    """checkpoints.png: each benchmark's headline score (and unseen tools) per checkpoint, ± SE bars."""
+    scores = report["scores"]
+    ckpts = list(scores)
+    if not ckpts:
+        return []
+    panels = []
+    for bench in {b: None for c in ckpts for b in scores[c]}:
+        values = {c: scores[c][bench] for c in ckpts if bench in scores[c]}
+        keys = _keys(config, bench, next(iter(values.values())), categories=False)
+        if keys:
+            panels.append((f"{bench}\n{keys[-1]}", [values.get(c, {}).get(keys[-1]) for c in ckpts]))
+    unseen = report["unseen_tools"]
+    panels.append(("unseen tools\ngreedy exact match",
+                   [{"value": unseen[c]["accuracy"], "se": unseen[c]["se"]} if c in unseen else None
+                    for c in ckpts]))
+    import matplotlib  # deferred: heavy
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # deferred: heavy
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.4 * len(panels), 3.0), squeeze=False)
+    for ax, (title, cells) in zip(axes[0], panels):
+        xs = [i for i, c in enumerate(cells) if c]
+        ax.bar(xs, [100 * cells[i]["value"] for i in xs], yerr=[100 * (cells[i]["se"] or 0.0) for i in xs],
+               capsize=3, color="#4c72b0")
+        ax.set_xticks(range(len(ckpts)), ckpts, rotation=30, fontsize=7)
+        ax.set_ylim(0, max(5.0, ax.get_ylim()[1]))  # a floor of 0 and room to see a score near zero
+        ax.set_title(title, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("% (± SE over entries)")
+    fig.tight_layout()
+    fig.savefig(out / "checkpoints.png", dpi=90)
+    plt.close(fig)
+    return ["checkpoints.png"]
+
+
 def write_real_report(out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]]
                       ) -> dict[str, Any]:
-    """Write out/report.json and out/report.md; returns the report."""
+    """Write out/report.json, out/report.md and out/checkpoints.png; returns the report."""
     out = Path(out)
     r = build_real(config, results)
+    r["plots"] = checkpoints_plot(out, config, r)
     (out / "report.json").write_text(json.dumps(r, indent=1))
     (out / "report.md").write_text(_md(r))
     return r

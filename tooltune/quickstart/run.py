@@ -42,7 +42,15 @@ from tooltune.models import CHAT_TEMPLATE, build_tiny_model
 from tooltune.prompts import render_answer, render_prompt, resolve_native
 from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
-from tooltune.quickstart.measure import backend, greedy, load, pass_at_k, run_device
+from tooltune.quickstart.measure import (
+    backend,
+    generation_budgets,
+    greedy,
+    load,
+    pass_at_k,
+    run_device,
+    target_lengths,
+)
 from tooltune.quickstart.report import write_report
 from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.schema import Sample, read_jsonl, write_jsonl
@@ -184,31 +192,43 @@ class Pipeline:
         with RunLock(self.out):
             return self._run(stop_after)
 
+    def run_stage(self, name: str) -> dict[str, Any]:
+        """Stage `name` (skipped when finished), seeded by its place in the profile and timed, so a stage run
+        on its own (e.g. an evaluation in a second process beside the training) equals one run in order."""
+        stages = self.profile.stages
+        i = stages.index(name) + 1
+        if self.done(name):
+            self.say(f"[{i}/{len(stages)}] {name}: already finished, skipping (resume)")
+            return self.result(name)
+        self.say(f"[{i}/{len(stages)}] {name}: {self.profile.descriptions[name]}")
+        torch.manual_seed(self.cfg.seed * 1000 + i)
+        w, c = time.perf_counter(), time.process_time()
+        res = self.profile.functions[name](self)
+        res["timing"] = {
+            "wall_s": time.perf_counter() - w,
+            "cpu_s": time.process_time() - c,
+            "loadavg_end": os.getloadavg()[0],
+        }
+        self._finish(name, res)
+        self.say(f"    {self.profile.headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
+        return res
+
+    def report(self) -> dict[str, Any]:
+        """The profile's report from the stages finished so far."""
+        results = {s: self.result(s) for s in self.profile.stages if self.done(s)}
+        return self.profile.report(self.out, self.cfg.to_dict(), results)
+
     def _run(self, stop_after: str | None) -> dict[str, Any]:
         torch.set_num_threads(self.cfg.threads)
         t0 = time.perf_counter()
         stages = self.profile.stages
-        for i, name in enumerate(stages, 1):
-            if self.done(name):
-                self.say(f"[{i}/{len(stages)}] {name}: already finished, skipping (resume)")
-            else:
-                self.say(f"[{i}/{len(stages)}] {name}: {self.profile.descriptions[name]}")
-                torch.manual_seed(self.cfg.seed * 1000 + i)
-                w, c = time.perf_counter(), time.process_time()
-                res = self.profile.functions[name](self)
-                res["timing"] = {
-                    "wall_s": time.perf_counter() - w,
-                    "cpu_s": time.process_time() - c,
-                    "loadavg_end": os.getloadavg()[0],
-                }
-                self._finish(name, res)
-                self.say(f"    {self.profile.headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")
+        for name in stages:
+            self.run_stage(name)
             if name == "sft":
                 config_mechanism.dump(self.train_config("reproduce"), self.out / "train.yaml")
             if name == stop_after:
                 break
-        results = {s: self.result(s) for s in stages if self.done(s)}
-        report = self.profile.report(self.out, self.cfg.to_dict(), results)
+        report = self.report()
         report["timings"]["this_invocation_s"] = time.perf_counter() - t0
         return report
 
@@ -308,7 +328,13 @@ def stage_sft(p: Pipeline) -> dict[str, Any]:
     resuming = is_complete(progress)
     device = run_device(p.cfg)
     model, tok = load(progress if resuming else p.model_dir("base"), device)
-    loop = SFTLoop.from_config(tcfg, model, tok, _sft_rows(tcfg, tok, p), device)
+    rows = _sft_rows(tcfg, tok, p)
+    lengths = target_lengths(rows, tok, generation_budgets(p.cfg))
+    for name, share in lengths["over"].items():
+        if share > 0.1:
+            p.say(f"    warning: {share:.0%} of the SFT targets are longer than {name} ({lengths['median']} "
+                  f"tokens median, {lengths['p90']} p90): those answers are cut before their end")
+    loop = SFTLoop.from_config(tcfg, model, tok, rows, device)
     state: dict[str, Any] = {"curve": [], "best_step": None, "best_accuracy": -1.0, "reached": False}
     if resuming:
         state = loop.restore(progress)
@@ -341,6 +367,7 @@ def stage_sft(p: Pipeline) -> dict[str, Any]:
         "train_s": loop.train_seconds,
         "reached_threshold": state["reached"],
         "rule": f"first val accuracy >= {w.threshold}",
+        "target_tokens": lengths,
     }
 
 

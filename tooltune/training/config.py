@@ -122,6 +122,11 @@ class SFTSection:
     with_reasoning: bool = option(
         True, "Render a templated reasoning block in the SFT target when the template has one."
     )
+    sample_reasoning: bool = option(
+        True,
+        "Use a sample's own reasoning text (meta.reasoning, e.g. ToolRL's distilled <think>) in that block; "
+        "false: the template's one-line reasoning, so targets stay short for a small generation budget.",
+    )
     engine: str = option(
         "trl",
         "trl = TRL SFTTrainer (default, scales); torch = bare loop for tiny CPU models.",

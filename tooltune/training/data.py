@@ -87,12 +87,14 @@ def sft_rows(
     prompt: PromptLike,
     with_reasoning: bool = True,
     target: str = "answer",
+    sample_reasoning: bool = True,
 ) -> list[dict[str, Any]]:
     """Conversational prompt/completion rows rendered under `prompt` (`PromptControls` or a template
     name): loss on the rendered target answer only.
 
     target: "answer" (ground truth) or "meta.<key>" (calls stored in the sample's meta, e.g. the
     quickstart's imperfect demonstrations); samples without that key use their answer.
+    sample_reasoning: the sample's own meta.reasoning in the reasoning block, else the template's line.
     """
     resolved = as_prompt(prompt)
     key = target.split(".", 1)[1] if target.startswith("meta.") else None
@@ -105,7 +107,8 @@ def sft_rows(
                 calls = calls_from_any(s.meta[key], f"sample {s.id!r}.meta.{key}")
             else:
                 fallback += 1
-        reasoning = s.meta.get("reasoning") if isinstance(s.meta.get("reasoning"), str) else None
+        own = s.meta.get("reasoning")
+        reasoning = own if sample_reasoning and isinstance(own, str) else None
         target_text = render_answer(
             calls, resolved.template, reasoning=reasoning, include_reasoning=with_reasoning
         )
@@ -134,7 +137,7 @@ def config_grpo_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]
 
 def config_sft_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
     """`sft_rows` rendered as a training config's `data` and `sft` sections say."""
-    return sft_rows(samples, cfg.data, cfg.sft.with_reasoning, cfg.sft.target)
+    return sft_rows(samples, cfg.data, cfg.sft.with_reasoning, cfg.sft.target, cfg.sft.sample_reasoning)
 
 
 def rows_dataset(rows: Sequence[dict[str, Any]]) -> Any:
