@@ -97,3 +97,15 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
     capsys.readouterr()
     assert main(args) == 0
     assert capsys.readouterr().out.count("already finished, skipping") == len(stages)
+
+
+def test_stop_after_takes_the_real_profiles_own_stages(tmp_path: Path, tiny_model_dir: Path,
+                                                       shared_data_dir: Path, capsys) -> None:
+    args = ["quickstart", "--config", str(MINI), "--model", str(tiny_model_dir),
+            "--benchmarks.data_dir", str(shared_data_dir), "--real_data.eval_data", str(shared_data_dir)]
+    assert main([*args, "--out", str(tmp_path / "bad"), "--stop-after", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a stage of the real profile" in err[0] and "eval_base" in err[0]
+    out = tmp_path / "run"
+    assert main([*args, "--out", str(out), "--stop-after", "eval_base"]) == 0
+    assert sorted(f.stem for f in (out / "stages").glob("*.json")) == ["data", "eval_base", "model"]

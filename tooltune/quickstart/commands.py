@@ -73,20 +73,20 @@ def busy_machine_note(threads: int, resuming: bool, load: float | None = None,
 
 def _handle(args: argparse.Namespace) -> int:
     # deferred: the pipeline imports torch, transformers and trl
-    from tooltune.quickstart.run import STAGES, Pipeline
+    from tooltune.quickstart.run import Pipeline, synthetic_profile
 
     logging.basicConfig(level=logging.WARNING)
-    if args.stop_after and args.stop_after not in STAGES:
-        raise ConfigError(
-            f"--stop-after: {args.stop_after!r} is not a stage; choose one of {', '.join(STAGES)}"
-        )
     cfg = load_config(args.config, given_overrides(args))
-    profile = None
+    profile = synthetic_profile()
     if cfg.profile == "real":
         from tooltune.quickstart.real import base_model_path, real_profile  # deferred: imports torch
 
-        base_model_path(cfg.model)
         profile = real_profile()
+    if args.stop_after and args.stop_after not in profile.stages:
+        raise ConfigError(f"--stop-after: {args.stop_after!r} is not a stage of the {cfg.profile} profile; "
+                          f"choose one of {', '.join(profile.stages)}")
+    if cfg.profile == "real":
+        base_model_path(cfg.model)
     resuming = (Path(args.out) / "run.json").is_file()
     prepare_output(args.out, "--out", folder=True)
     pipe = Pipeline(args.out, cfg, profile=profile)
