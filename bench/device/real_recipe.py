@@ -30,9 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-TRAIN = ("data", "model", "sft", "grpo", "sft_continued")
-EVALS = {"eval_base": "data", "eval_sft": "sft", "eval_grpo": "grpo", "eval_sft_continued": "sft_continued"}
-"""Each evaluation and the training stage whose checkpoint (or data, for the untrained model) it needs."""
+
+
+def stage_plan() -> tuple[list[str], dict[str, str]]:
+    """The recipe's training stages in order, and each evaluation with the stage it waits for: the stage
+    that writes its checkpoint (`data` for the untrained model, which needs only the splits)."""
+    from tooltune.quickstart.real import CHECKPOINTS, REAL_STAGES
+
+    train = [s for s in REAL_STAGES if not s.startswith("eval_")]
+    return train, {f"eval_{c}": "data" if c == "base" else c for c in CHECKPOINTS}
 
 
 def pipeline(args: argparse.Namespace, role: str):  # noqa: ANN201 (a tooltune Pipeline; import deferred)
@@ -66,11 +72,12 @@ def run_role(args: argparse.Namespace) -> int:
 
     p = pipeline(args, args.role)
     torch.set_num_threads(p.cfg.threads)
+    train, evals = stage_plan()
     if args.role == "train":
-        for name in TRAIN:
+        for name in train:
             p.run_stage(name)
         return 0
-    for name, needs in EVALS.items():
+    for name, needs in evals.items():
         while not p.done(needs):
             if not alive(args.train_pid):
                 print(f"[eval] {name}: the training process ended before {needs} finished", flush=True)

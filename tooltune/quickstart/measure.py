@@ -83,8 +83,8 @@ def target_lengths(rows: Sequence[dict[str, Any]], tok: Any, budgets: dict[str, 
     """Token lengths of the SFT targets against each generation budget (setting name -> max new tokens).
 
     A model cannot finish a demonstration longer than the tokens it may generate: with ToolRL's distilled
-    <think> text (a median of ~300 SmolLM2 tokens) and a 256-token budget, most answers are cut before
-    their call. `over` is each budget's share of longer targets."""
+    <think> text (targets of 355 SmolLM2 tokens at the median) and a 256-token budget, 80% of the
+    answers are cut before their call. `over` is each budget's share of longer targets."""
     texts = [r["completion"][-1]["content"] for r in rows]
     lengths = sorted(len(tok(t, add_special_tokens=False).input_ids) for t in texts)
     if not lengths:

@@ -178,18 +178,17 @@ def _md(r: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def checkpoints_plot(out: Path, config: dict[str, Any], report: dict[str, Any]) -> list[str]:
-    """checkpoints.png: each benchmark's headline score (and unseen tools) per checkpoint, ± SE bars."""
+def checkpoints_plot(out: Path, results: dict[str, dict[str, Any]], report: dict[str, Any]) -> list[str]:
+    """checkpoints.png: each benchmark's headline score (the key its evaluation stage chose) and unseen
+    tools per checkpoint, ± SE bars."""
     scores = report["scores"]
     ckpts = list(scores)
     if not ckpts:
         return []
-    panels = []
-    for bench in {b: None for c in ckpts for b in scores[c]}:
-        values = {c: scores[c][bench] for c in ckpts if bench in scores[c]}
-        keys = _keys(config, bench, next(iter(values.values())), categories=False)
-        if keys:
-            panels.append((f"{bench}\n{keys[-1]}", [values.get(c, {}).get(keys[-1]) for c in ckpts]))
+    headline = {bench: r["headline_key"] for c in ckpts
+                for bench, r in results[CHECKPOINT_STAGES[c]]["benchmarks"].items() if r.get("headline_key")}
+    panels = [(f"{bench}\n{key}", [scores[c].get(bench, {}).get(key) for c in ckpts])
+              for bench, key in headline.items()]
     unseen = report["unseen_tools"]
     panels.append(("unseen tools\ngreedy exact match",
                    [{"value": unseen[c]["accuracy"], "se": unseen[c]["se"]} if c in unseen else None
@@ -220,7 +219,7 @@ def write_real_report(out: str | Path, config: dict[str, Any], results: dict[str
     """Write out/report.json, out/report.md and out/checkpoints.png; returns the report."""
     out = Path(out)
     r = build_real(config, results)
-    r["plots"] = checkpoints_plot(out, config, r)
+    r["plots"] = checkpoints_plot(out, results, r)
     (out / "report.json").write_text(json.dumps(r, indent=1))
     (out / "report.md").write_text(_md(r))
     return r
