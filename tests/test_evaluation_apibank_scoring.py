@@ -69,6 +69,8 @@ def test_errors_name_the_official_categories(pairs) -> None:
     verdict = apibank.score(s, level, render_answer([wrong], "tool_n1"), "tool_n1")
     assert verdict.error.startswith("has_exception")
     assert apibank.score(s, level, "no call here", "tool_n1").error.startswith("decode_failed")
+    empty = apibank.score(s, level, render_answer([], "tool_n1"), "tool_n1")
+    assert not empty.valid and empty.error.startswith("no_call"), empty.error
 
 
 def test_decoded_calls_read_as_the_official_reading_reads_several(pairs) -> None:

@@ -96,7 +96,7 @@ def official_request(text: Any) -> Request:
         return Request(None, error=f"decode_failed: completion longer than {MAX_BLOCK_CHARS} characters")
     span = request_span(text)
     if span is None:
-        return Request(None, error="decode_failed")
+        return Request(None, error="decode_failed: no `[Name(key=value)]` request in the completion")
     name, params, _, _ = span
     return Request(name, official_arguments(params))
 
@@ -143,7 +143,8 @@ def decoded_request(calls: Sequence[ToolCall], corrected: bool) -> Request:
     reads several calls in one request (the first name, all arguments, later ones overriding), unless
     `corrected`."""
     if not calls:
-        return Request(None, error="decode_failed")
+        # an empty call list parses; API-Bank fails it, but as a decision not to call, not as bad syntax
+        return Request(None, error="no_call: the answer makes no call")
     if corrected and len(calls) != 1:
         return Request(None, error=f"one_request_one_call: {len(calls)} calls in one request")
     merged: dict[str, Any] = {}
