@@ -35,6 +35,15 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--out", default="runs/quickstart", help="run directory (default: runs/quickstart)")
     p.add_argument("--stop-after", default=None, help="stop after this stage (resume later)")
+    p.add_argument(
+        "--branch-from",
+        default=None,
+        metavar="DIR",
+        help="start --out from the finished stages before GRPO of the quickstart run in DIR (its data, "
+        "warm start and their evaluations; hard links) and run GRPO and the later stages with these "
+        "settings: a GRPO ablation from the same warm start. Only train.reward.* and train.grpo.* may "
+        "differ from DIR's settings",
+    )
     add_arguments(p, QuickstartConfig, exclude=tuple(DERIVED), title="settings (override --config)")
     p.set_defaults(func=_handle)
 
@@ -87,9 +96,17 @@ def _handle(args: argparse.Namespace) -> int:
                           f"choose one of {', '.join(profile.stages)}")
     if cfg.profile == "real":
         base_model_path(cfg.model)
+    if args.branch_from:
+        from tooltune.quickstart.branch import branch, plan_branch
+
+        plan_branch(args.branch_from, args.out, cfg, profile)  # refusals before --out is written
     resuming = (Path(args.out) / "run.json").is_file()
     prepare_output(args.out, "--out", folder=True)
     pipe = Pipeline(args.out, cfg, profile=profile)
+    if args.branch_from:
+        record = branch(pipe, args.branch_from)
+        print(f"tooltune quickstart: branch of {record['source']}: stages {', '.join(record['stages'])} are "
+              f"that run's; differs in {'; '.join(record['differences'])}")
     print(f"tooltune quickstart: seed {cfg.seed}, config {args.config}, output {args.out}")
     note = busy_machine_note(cfg.threads, resuming=resuming)
     if note:

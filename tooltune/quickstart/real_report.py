@@ -12,6 +12,7 @@ continued SFT, and each benchmark of each evaluation.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,7 @@ def _md(r: dict[str, Any]) -> str:
     lines = [f"# Quickstart (real model): {r['model']}", "",
              f"Seed {r['seed']}; training template {r['template']['train']}, evaluation template "
              f"{r['template']['evaluation']}; greedy evaluation, official scoring.", ""]
+    lines += [x for note in r.get("notes", []) for x in (note, "")]
     if r["data"]:
         sizes = ", ".join(f"{k} {v}" for k, v in r["data"]["sizes"].items())
         lines += [f"Data: {sizes} ({r['data']['prepared']} prepared samples, {r['data']['domains']} tool "
@@ -214,11 +216,12 @@ def checkpoints_plot(out: Path, results: dict[str, dict[str, Any]], report: dict
     return ["checkpoints.png"]
 
 
-def write_real_report(out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]]
-                      ) -> dict[str, Any]:
-    """Write out/report.json, out/report.md and out/checkpoints.png; returns the report."""
+def write_real_report(out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]],
+                      notes: Sequence[str] = ()) -> dict[str, Any]:
+    """Write out/report.json, out/report.md and out/checkpoints.png; returns the report. `notes`: lines
+    stated under the title (e.g. what a branched run shares with its source)."""
     out = Path(out)
-    r = build_real(config, results)
+    r = {**build_real(config, results), "notes": list(notes)}
     r["plots"] = checkpoints_plot(out, results, r)
     (out / "report.json").write_text(json.dumps(r, indent=1))
     (out / "report.md").write_text(_md(r))

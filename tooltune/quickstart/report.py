@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import platform
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,7 @@ def _md(r: dict[str, Any]) -> str:
         return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
 
     lines = [f"# tooltune quickstart report (seed {r['seed']})", ""]
+    lines += [x for note in r.get("notes", []) for x in (note, "")]
     if "data" in r:
         lines += [
             f"Task: {r['data']['sizes']}; {pct(r['data']['noisy_share'])} of the SFT demonstrations are "
@@ -328,11 +330,12 @@ def plots(out: Path, config: dict[str, Any], results: dict[str, dict[str, Any]])
 
 
 def write_report(
-    out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]]
+    out: str | Path, config: dict[str, Any], results: dict[str, dict[str, Any]], notes: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """Write out/report.json, out/report.md and the PNGs; returns the report."""
+    """Write out/report.json, out/report.md and the PNGs; returns the report. `notes`: lines stated under
+    the title (e.g. what a branched run shares with its source)."""
     out = Path(out)
-    r = build(config, results)
+    r = {**build(config, results), "notes": list(notes)}
     r["plots"] = plots(out, config, results)
     (out / "report.json").write_text(json.dumps(r, indent=1))
     (out / "report.md").write_text(_md(r) + "".join(f"\n![{x}]({x})\n" for x in r["plots"]))

@@ -18,7 +18,8 @@ Stages (`STAGES`), each through the library:
 
 Run folder: config.yaml (the resolved settings; another config is refused), train.yaml (`tooltune
 train --config DIR/train.yaml` runs the SFT and GRPO stages again), data/, models/{base,sft,
-sft_continued}, grpo/ (the GRPO run: metrics.jsonl, checkpoints, final/), stages/, report.{json,md}, *.png.
+sft_continued}, grpo/ (the GRPO run: metrics.jsonl, checkpoints, final/), stages/, report.{json,md}, *.png;
+branch.json in a run started from another run's warm start (`tooltune.quickstart.branch`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from tooltune import config as config_mechanism
 from tooltune.data.synthetic.quickstart_task import FORMAT_TOKENS, build_splits, entity_tokens, sft_calls
 from tooltune.models import CHAT_TEMPLATE, build_tiny_model
 from tooltune.prompts import render_answer, render_prompt, resolve_native
+from tooltune.quickstart.branch import branch_notes
 from tooltune.quickstart.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.quickstart.measure import (
@@ -69,7 +71,7 @@ DESCRIPTIONS = {
     "model": "building a tiny Qwen2 model and training its tokenizer on the task's texts",
     "sft": "SFT warm start; the checkpoint is chosen by measured validation accuracy",
     "eval_sft": "evaluating the warm start: greedy held-out, unseen tools, pass@k",
-    "grpo": "GRPO with the binary reward (format + exact calls)",
+    "grpo": "GRPO from the warm start with the reward of train.reward",
     "eval_grpo": "evaluating after GRPO",
     "sft_continued": "baseline: SFT continued from the warm start for GRPO's training time (run's clock)",
     "eval_sft_continued": "evaluating the continued-SFT baseline",
@@ -115,7 +117,8 @@ class Profile:
     descriptions: Mapping[str, str]
     headline: Callable[[str, dict[str, Any]], str]
     splits: tuple[str, ...]
-    report: Callable[[Path, dict[str, Any], dict[str, dict[str, Any]]], dict[str, Any]]
+    report: Callable[..., dict[str, Any]]
+    """(out, config, results, notes=lines) -> the report, written into out."""
 
 
 class Pipeline:
@@ -216,7 +219,7 @@ class Pipeline:
     def report(self) -> dict[str, Any]:
         """The profile's report from the stages finished so far."""
         results = {s: self.result(s) for s in self.profile.stages if self.done(s)}
-        return self.profile.report(self.out, self.cfg.to_dict(), results)
+        return self.profile.report(self.out, self.cfg.to_dict(), results, notes=branch_notes(self.out))
 
     def _run(self, stop_after: str | None) -> dict[str, Any]:
         torch.set_num_threads(self.cfg.threads)
@@ -421,6 +424,7 @@ def stage_sft_continued(p: Pipeline) -> dict[str, Any]:
 def stage_grpo(p: Pipeline) -> dict[str, Any]:
     """GRPO through `tooltune.training.runner.train`, resumed from its last checkpoint if one exists."""
     t = time.perf_counter()
+    p.say(f"    reward components (weights): {p.cfg.train.reward.components}")
     run_dir = train(p.train_config("grpo"), resume=True)
     return {**grpo_summary(run_dir / "metrics.jsonl"), "stage_wall_s": time.perf_counter() - t}
 

@@ -1,0 +1,161 @@
+"""A quickstart run that starts from another run's warm start: `tooltune quickstart --branch-from SRC`.
+
+An ablation of the GRPO stage (another reward, learning rate or group size) compares two GRPO runs from
+one SFT checkpoint. Training a second warm start would cost the SFT time again and would add the
+warm starts' own difference to the comparison. `branch(pipe, src)` therefore fills a new run folder
+with the finished stages of `src` that come before `grpo` (`BRANCH_POINT`): their stage files, the
+data, the models and the evaluations of the checkpoints before GRPO. The pipeline then runs GRPO and
+the later stages with the new settings, and an evaluation before GRPO that `src` has not finished (it
+reads only settings both runs share); every other stage before GRPO must be finished in `src`.
+
+Only settings that no earlier stage reads may differ: those under `train.reward` and `train.grpo`
+(`BRANCH_KEYS`). Any other difference is refused, naming each key with both values. Files are hard
+links where the file system allows (no extra disk; no stage rewrites a finished file) and copies
+otherwise. Paths to `src` inside the copied stage files are rewritten to the new folder, so the new
+folder does not depend on `src` afterwards. `branch.json` in the new folder records the source, the
+copied stages and the differences, and the report states them. Branching again into a folder that is
+already branched from the same source resumes: only missing files are copied.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tooltune.config import ConfigError
+from tooltune.rundir import differences, read_identity
+
+if TYPE_CHECKING:
+    from tooltune.quickstart.config import QuickstartConfig
+    from tooltune.quickstart.run import Pipeline, Profile
+
+logger = logging.getLogger(__name__)
+
+BRANCH_POINT = "grpo"
+"""The first stage a branch runs itself."""
+BRANCH_KEYS = ("train.reward.", "train.grpo.")
+"""Settings (dotted prefixes) a branch may change: no stage before `BRANCH_POINT` reads them."""
+BRANCH_FILE = "branch.json"
+
+
+def _checkpoint(stage: str) -> str:
+    return stage.removeprefix("eval_")
+
+
+def _link_tree(src: Path, dst: Path) -> int:
+    """Hard-link (or copy) every file under `src` into `dst` that `dst` lacks; returns the files added."""
+    added = 0
+    for f in sorted(src.rglob("*")):
+        target = dst / f.relative_to(src)
+        if f.is_dir() or target.exists() or f.name.startswith("."):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(f, target)
+        except OSError:  # another file system, or links not allowed: a copy
+            shutil.copy2(f, target)
+        added += 1
+    return added
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` with every string starting with the folder `old` rewritten to start with `new`."""
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if isinstance(value, str) and (value == old or value.startswith(old + os.sep)):
+        return new + value[len(old):]
+    return value
+
+
+def setting_differences(src: Path, config: dict[str, Any]) -> list[str]:
+    """'key: <src's value> vs <this run's>' for each setting in which `config` differs from the
+    quickstart run in `src` (ConfigError when `src` holds no quickstart run)."""
+    stored = read_identity(src) if src.is_dir() else None
+    if not stored or stored.get("command") != "quickstart" or not isinstance(stored.get("config"), dict):
+        raise ConfigError(f"--branch-from {src}: not a quickstart run folder (no run.json written by "
+                          "`tooltune quickstart`)")
+    return differences(stored["config"], json.loads(json.dumps(config)))
+
+
+def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartConfig, profile: Profile
+                ) -> dict[str, Any]:
+    """What branching `out` from `src` records (`branch.json`), reading only: ConfigError when `src` is
+    not a quickstart run, has not finished a stage before `BRANCH_POINT` other than an evaluation,
+    differs in a setting outside `BRANCH_KEYS` or in none, or when `out` holds stages of its own or a
+    branch of another folder. A folder already branched from `src` gives its record (a resume; `src`
+    may be gone by then)."""
+    src, out = Path(src).resolve(), Path(out).resolve()
+    if src == out:
+        raise ConfigError(f"--branch-from {src}: the source is the output folder itself; pass another --out")
+    marker = out / BRANCH_FILE
+    if marker.is_file():
+        before = json.loads(marker.read_text())
+        if before.get("source") != str(src):
+            raise ConfigError(f"--branch-from {src}: {out} is a branch of {before.get('source')}, "
+                              f"not of {src}")
+        if before.get("complete"):
+            return before
+    elif any((out / "stages").glob("*.json")):
+        raise ConfigError(f"--branch-from {src}: {out} already holds stages of its own run; a branch starts "
+                          "in a new folder")
+    stages = profile.stages
+    if BRANCH_POINT not in stages:
+        raise ConfigError(f"--branch-from: the {cfg.profile} profile has no {BRANCH_POINT} stage to "
+                          "branch at")
+    shared = stages[: stages.index(BRANCH_POINT)]
+    diffs = setting_differences(src, cfg.to_dict())
+    fixed = [d for d in diffs if not d.startswith(BRANCH_KEYS)]
+    if fixed:
+        raise ConfigError(f"--branch-from {src}: only the settings under train.reward and train.grpo may "
+                          f"differ from the run a branch starts from (the stages it shares read the others); "
+                          f"{len(fixed)} differ, the source's value vs this run's: {'; '.join(fixed)}")
+    if not diffs:
+        raise ConfigError(f"--branch-from {src}: this run's settings equal that run's; resume it with "
+                          f"--out {src}")
+    finished = [s for s in shared if (src / "stages" / f"{s}.json").is_file()]
+    missing = [s for s in shared if s not in finished and not s.startswith("eval_")]
+    if missing:
+        raise ConfigError(f"--branch-from {src}: stage(s) {', '.join(missing)} not finished there; finish "
+                          f"them first (tooltune quickstart ... --out {src} --stop-after {missing[-1]})")
+    return {"source": str(src), "stages": finished, "differences": diffs}
+
+
+def branch(pipe: Pipeline, src: str | os.PathLike) -> dict[str, Any]:
+    """Fill `pipe.out` with the stages of `src` before `BRANCH_POINT` (see the module docstring; refusals:
+    `plan_branch`, called first); returns what `branch.json` records."""
+    record = plan_branch(src, pipe.out, pipe.cfg, pipe.profile)
+    if record.get("complete"):
+        return record
+    src, out = Path(record["source"]), pipe.out.resolve()
+    marker = out / BRANCH_FILE
+    marker.write_text(json.dumps({**record, "complete": False}, indent=1))
+    later = {_checkpoint(s) for s in pipe.profile.stages[pipe.profile.stages.index(BRANCH_POINT):]}
+    added = _link_tree(src / "data", out / "data") if (src / "data").is_dir() else 0
+    for kind in ("models", "evals"):
+        for folder in sorted((src / kind).iterdir()) if (src / kind).is_dir() else []:
+            if folder.is_dir() and folder.name not in later:
+                added += _link_tree(folder, out / kind / folder.name)
+    for stage in record["stages"]:
+        result = json.loads((src / "stages" / f"{stage}.json").read_text())
+        moved = _moved(result, str(src), str(out))
+        (out / "stages" / f"{stage}.json").write_text(json.dumps(moved, indent=1))
+    record = {**record, "complete": True}
+    marker.write_text(json.dumps(record, indent=1))
+    logger.info("branched %s from %s: %d files, stages %s", out, src, added, ", ".join(record["stages"]))
+    return record
+
+
+def branch_notes(out: str | os.PathLike) -> list[str]:
+    """Lines for a report stating what a branched run folder shares with its source (none otherwise)."""
+    marker = Path(out) / BRANCH_FILE
+    if not marker.is_file():
+        return []
+    record = json.loads(marker.read_text())
+    return [f"Branch of {record['source']}: stages {', '.join(record['stages'])} are that run's; this run "
+            f"differs in {'; '.join(record['differences'])}."]
