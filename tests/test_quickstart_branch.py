@@ -37,6 +37,9 @@ def test_a_branch_shares_the_warm_start_and_trains_grpo_with_its_own_reward(
     source: Path, tmp_path: Path, capsys
 ) -> None:
     out = tmp_path / "fine"
+    for later in ("models/sft_continued_progress", "evals/grpo"):  # what a finished source would also hold
+        (source / later).mkdir(parents=True, exist_ok=True)
+        (source / later / "state.pt").write_bytes(b"not the branch's")
     args = ["quickstart", "--config", str(MINI), "--threads", "1", "--out", str(out),
             "--branch-from", str(source), "--train.reward.components", FINE, "--stop-after", "eval_grpo"]
     assert main(args) == 0
@@ -48,6 +51,7 @@ def test_a_branch_shares_the_warm_start_and_trains_grpo_with_its_own_reward(
     # the shared stages are the source's: same data, same warm start (hard links), same results
     for folder in ("data", "models/sft", "models/base"):
         assert _files(out / folder) == _files(source / folder), folder
+    assert not (out / "models/sft_continued_progress").exists() and not (out / "evals/grpo/state.pt").exists()
     assert (out / "models/sft/model.safetensors").samefile(source / "models/sft/model.safetensors")
     for stage in shared:
         ours, theirs = (json.loads((d / "stages" / f"{stage}.json").read_text()) for d in (out, source))

@@ -139,7 +139,9 @@ def branch(pipe: Pipeline, src: str | os.PathLike) -> dict[str, Any]:
     added = _link_tree(src / "data", out / "data") if (src / "data").is_dir() else 0
     for kind in ("models", "evals"):
         for folder in sorted((src / kind).iterdir()) if (src / kind).is_dir() else []:
-            if folder.is_dir() and folder.name not in later:
+            # a later checkpoint's folder, or one of its own (a progress checkpoint), is the branch's to write
+            ours = any(folder.name == c or folder.name.startswith(f"{c}_") for c in later)
+            if folder.is_dir() and not ours:
                 added += _link_tree(folder, out / kind / folder.name)
     for stage in record["stages"]:
         result = json.loads((src / "stages" / f"{stage}.json").read_text())
