@@ -10,6 +10,7 @@ prompt's gradient sums its n rows' contributions in another order than n separat
 
 from __future__ import annotations
 
+import gc
 import logging
 from pathlib import Path
 
@@ -229,6 +230,7 @@ def test_through_distributed_data_parallel(tiny_model_dir: Path, tmp_path: Path,
     import torch.distributed as dist
 
     dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    ddp = None
     try:
         plain = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
         ddp = torch.nn.parallel.DistributedDataParallel(plain, find_unused_parameters=find_unused)
@@ -248,6 +250,10 @@ def test_through_distributed_data_parallel(tiny_model_dir: Path, tmp_path: Path,
         grads = {name: p.grad for name, p in plain.named_parameters()}
         _assert_same_grads(plain, grads, ref_grads)
     finally:
+        # DDP's reducer holds the process group: free both here, while the group is alive, not in a
+        # garbage collection during a later test (a gloo group torn down there once hung the suite)
+        del ddp
+        gc.collect()
         dist.destroy_process_group()
 
 
