@@ -45,7 +45,8 @@ def test_a_branch_shares_the_warm_start_and_trains_grpo_with_its_own_reward(
     assert main(args) == 0
     said = capsys.readouterr().out
     shared = STAGES[: STAGES.index("grpo")]
-    assert "branch of" in said and "train.reward.components.fine_grained: missing vs 1.0" in said
+    assert "tooltune quickstart: Branch of" in said
+    assert "train.reward.components.fine_grained: missing vs 1.0" in said
     assert said.count("already finished, skipping") == len(shared)  # none of the shared stages is redone
     assert "reward components (weights): {'fine_grained': 1.0, 'binary': 0.0}" in said
     # the shared stages are the source's: same data, same warm start (hard links), same results

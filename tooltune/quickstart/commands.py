@@ -97,16 +97,15 @@ def _handle(args: argparse.Namespace) -> int:
     if cfg.profile == "real":
         base_model_path(cfg.model)
     if args.branch_from:
-        from tooltune.quickstart.branch import branch, plan_branch
+        from tooltune.quickstart.branch import branch, branch_notes, plan_branch
 
         plan_branch(args.branch_from, args.out, cfg, profile)  # refusals before --out is written
     resuming = (Path(args.out) / "run.json").is_file()
     prepare_output(args.out, "--out", folder=True)
     pipe = Pipeline(args.out, cfg, profile=profile)
     if args.branch_from:
-        record = branch(pipe, args.branch_from)
-        print(f"tooltune quickstart: branch of {record['source']}: stages {', '.join(record['stages'])} are "
-              f"that run's; differs in {'; '.join(record['differences'])}")
+        branch(pipe, args.branch_from)
+        print("tooltune quickstart: " + " ".join(branch_notes(pipe.out)))
     print(f"tooltune quickstart: seed {cfg.seed}, config {args.config}, output {args.out}")
     note = busy_machine_note(cfg.threads, resuming=resuming)
     if note:
