@@ -42,10 +42,6 @@ BRANCH_KEYS = ("train.reward.", "train.grpo.")
 BRANCH_FILE = "branch.json"
 
 
-def _checkpoint(stage: str) -> str:
-    return stage.removeprefix("eval_")
-
-
 def _link_tree(src: Path, dst: Path) -> int:
     """Hard-link (or copy) every file under `src` into `dst` that `dst` lacks; returns the files added."""
     added = 0
@@ -73,14 +69,15 @@ def _moved(value: Any, old: str, new: str) -> Any:
     return value
 
 
-def setting_differences(src: Path, config: dict[str, Any]) -> list[str]:
-    """'key: <src's value> vs <this run's>' for each setting in which `config` differs from the
-    quickstart run in `src` (ConfigError when `src` holds no quickstart run)."""
+def setting_differences(src: Path, cfg: QuickstartConfig) -> list[str]:
+    """'key: <src's value> vs <this run's>' for each setting in which `cfg` differs from the quickstart
+    run in `src` (ConfigError when `src` holds no quickstart run)."""
     stored = read_identity(src) if src.is_dir() else None
-    if not stored or stored.get("command") != "quickstart" or not isinstance(stored.get("config"), dict):
+    ours = cfg.identity()
+    if not stored or stored.get("command") != ours["command"] or not isinstance(stored.get("config"), dict):
         raise ConfigError(f"--branch-from {src}: not a quickstart run folder (no run.json written by "
                           "`tooltune quickstart`)")
-    return differences(stored["config"], json.loads(json.dumps(config)))
+    return differences(stored["config"], ours["config"])
 
 
 def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartConfig, profile: Profile
@@ -109,7 +106,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
         raise ConfigError(f"--branch-from: the {cfg.profile} profile has no {BRANCH_POINT} stage to "
                           "branch at")
     shared = stages[: stages.index(BRANCH_POINT)]
-    diffs = setting_differences(src, cfg.to_dict())
+    diffs = setting_differences(src, cfg)
     fixed = [d for d in diffs if not d.startswith(BRANCH_KEYS)]
     if fixed:
         raise ConfigError(f"--branch-from {src}: only the settings under train.reward and train.grpo may "
@@ -135,7 +132,8 @@ def branch(pipe: Pipeline, src: str | os.PathLike) -> dict[str, Any]:
     src, out = Path(record["source"]), pipe.out.resolve()
     marker = out / BRANCH_FILE
     marker.write_text(json.dumps({**record, "complete": False}, indent=1))
-    later = {_checkpoint(s) for s in pipe.profile.stages[pipe.profile.stages.index(BRANCH_POINT):]}
+    stages = pipe.profile.stages
+    later = {s.removeprefix("eval_") for s in stages[stages.index(BRANCH_POINT):]}  # checkpoint names
     added = _link_tree(src / "data", out / "data") if (src / "data").is_dir() else 0
     for kind in ("models", "evals"):
         for folder in sorted((src / kind).iterdir()) if (src / kind).is_dir() else []:

@@ -11,6 +11,7 @@ the run folder's paths) and may not be set.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,11 @@ class QuickstartConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """What a quickstart run folder records in run.json: the command and these settings as they read
+        back from JSON (tuples become lists), so a resume or a branch compares like with like."""
+        return {"command": "quickstart", "config": json.loads(json.dumps(self.to_dict()))}
 
 
 def _get(obj: Any, dotted: str) -> Any:

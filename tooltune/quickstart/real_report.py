@@ -18,7 +18,7 @@ from typing import Any
 
 from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import paired_differences, read_verdicts
-from tooltune.quickstart.report import environment
+from tooltune.quickstart.report import environment, note_lines
 from tooltune.quickstart.stats import paired
 
 CHECKPOINT_STAGES = {"base": "eval_base", "sft": "eval_sft", "grpo": "eval_grpo",
@@ -129,8 +129,7 @@ def _pct(x: float | None) -> str:
 def _md(r: dict[str, Any]) -> str:
     lines = [f"# Quickstart (real model): {r['model']}", "",
              f"Seed {r['seed']}; training template {r['template']['train']}, evaluation template "
-             f"{r['template']['evaluation']}; greedy evaluation, official scoring.", ""]
-    lines += [x for note in r.get("notes", []) for x in (note, "")]
+             f"{r['template']['evaluation']}; greedy evaluation, official scoring.", "", *note_lines(r)]
     if r["data"]:
         sizes = ", ".join(f"{k} {v}" for k, v in r["data"]["sizes"].items())
         lines += [f"Data: {sizes} ({r['data']['prepared']} prepared samples, {r['data']['domains']} tool "

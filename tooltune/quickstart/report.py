@@ -130,8 +130,7 @@ def _md(r: dict[str, Any]) -> str:
     def pct(x: Any) -> str:
         return f"{100 * x:.1f}%" if isinstance(x, (int, float)) else "-"
 
-    lines = [f"# tooltune quickstart report (seed {r['seed']})", ""]
-    lines += [x for note in r.get("notes", []) for x in (note, "")]
+    lines = [f"# tooltune quickstart report (seed {r['seed']})", "", *note_lines(r)]
     if "data" in r:
         lines += [
             f"Task: {r['data']['sizes']}; {pct(r['data']['noisy_share'])} of the SFT demonstrations are "
@@ -327,6 +326,11 @@ def plots(out: Path, config: dict[str, Any], results: dict[str, dict[str, Any]])
         fig.tight_layout()
         save(fig, name)
     return names
+
+
+def note_lines(r: dict[str, Any]) -> list[str]:
+    """A report's `notes` as Markdown paragraphs (each line, then a blank one)."""
+    return [x for note in r.get("notes", []) for x in (note, "")]
 
 
 def write_report(

@@ -131,7 +131,7 @@ class Pipeline:
         self.profile = profile or synthetic_profile()
         # A folder is one run: the same settings resume it, other settings are refused naming each
         # difference (rundir.RunMismatch), and only one process writes it at a time (run() holds the lock).
-        identity = {"command": "quickstart", "config": _plain(cfg.to_dict())}
+        identity = cfg.identity()
         with RunLock(self.out):
             if not check_identity(self.out, identity, resume=True):
                 write_identity(self.out, identity)
@@ -234,11 +234,6 @@ class Pipeline:
         report = self.report()
         report["timings"]["this_invocation_s"] = time.perf_counter() - t0
         return report
-
-
-def _plain(d: dict[str, Any]) -> dict[str, Any]:
-    """`d` as it reads back from YAML (tuples become lists)."""
-    return json.loads(json.dumps(d))
 
 
 # ---------------------------------------------------------------------------------------- data, model
