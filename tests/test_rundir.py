@@ -125,6 +125,23 @@ def test_another_run_is_refused_naming_every_difference_with_both_values(tmp_pat
     assert ("settings it started with" in msg) is resume and "another output folder" in msg
 
 
+def test_a_setting_added_since_the_run_counts_only_when_it_leaves_its_default(tmp_path) -> None:
+    write_identity(tmp_path, FIELDS)
+    (tmp_path / "summary.json").write_text("{}")
+    defaults = {"mode": "strict", "data_sha256": {"new.json": "0"}}
+    # `mode` did not exist when the run was made: at its default the run is the same one
+    assert check_identity(tmp_path, {**FIELDS, "mode": "strict"}, resume=True, defaults=defaults) is True
+    assert check_identity(tmp_path, {**FIELDS, "data_sha256": {**FIELDS["data_sha256"], "new.json": "0"}},
+                          resume=True, defaults=defaults) is True
+    with pytest.raises(RunMismatch, match='mode: missing vs "substring"'):
+        check_identity(tmp_path, {**FIELDS, "mode": "substring"}, resume=True, defaults=defaults)
+    with pytest.raises(RunMismatch, match='mode: missing vs "strict"'):  # no defaults given: a difference
+        check_identity(tmp_path, {**FIELDS, "mode": "strict"}, resume=True)
+    with pytest.raises(RunMismatch, match='benchmark: "apibank" vs missing'):
+        check_identity(tmp_path, {k: v for k, v in FIELDS.items() if k != "benchmark"}, resume=True,
+                       defaults={"benchmark": "apibank"})  # a setting the run had and this one lacks
+
+
 def test_a_folder_with_files_but_no_readable_run_json_is_refused(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(RunMismatch, match=r"not empty \(notes.txt\) and has no run.json"):

@@ -77,7 +77,7 @@ def setting_differences(src: Path, cfg: QuickstartConfig) -> list[str]:
     if not stored or stored.get("command") != ours["command"] or not isinstance(stored.get("config"), dict):
         raise ConfigError(f"--branch-from {src}: not a quickstart run folder (no run.json written by "
                           "`tooltune quickstart`)")
-    return differences(stored["config"], ours["config"])
+    return differences(stored["config"], ours["config"], defaults=cfg.default_identity()["config"])
 
 
 def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartConfig, profile: Profile

@@ -197,6 +197,12 @@ class QuickstartConfig:
         back from JSON (tuples become lists), so a resume or a branch compares like with like."""
         return {"command": "quickstart", "config": json.loads(json.dumps(self.to_dict()))}
 
+    @classmethod
+    def default_identity(cls) -> dict[str, Any]:
+        """`identity()` of the defaults: a run folder made before a setting existed is the same run when
+        this one holds that setting at its default (`rundir.differences`)."""
+        return cls().identity()
+
 
 def _get(obj: Any, dotted: str) -> Any:
     for part in dotted.split("."):

@@ -133,7 +133,7 @@ class Pipeline:
         # difference (rundir.RunMismatch), and only one process writes it at a time (run() holds the lock).
         identity = cfg.identity()
         with RunLock(self.out):
-            if not check_identity(self.out, identity, resume=True):
+            if not check_identity(self.out, identity, resume=True, defaults=cfg.default_identity()):
                 write_identity(self.out, identity)
             (self.out / "stages").mkdir(parents=True, exist_ok=True)
             config_mechanism.dump(cfg, self.out / "config.yaml")

@@ -29,13 +29,21 @@ def _show(value: Any) -> str:
     return "missing" if value is _MISSING else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def differences(stored: Mapping[str, Any], fields: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """'key: <stored> vs <fields>' for every key whose values differ; nested mappings give dotted keys."""
+def differences(stored: Mapping[str, Any], fields: Mapping[str, Any], prefix: str = "",
+                defaults: Mapping[str, Any] | None = None) -> list[str]:
+    """'key: <stored> vs <fields>' for every key whose values differ; nested mappings give dotted keys.
+
+    `defaults` (shaped like `fields`) holds each setting's default: a key the stored run lacks and that
+    `fields` holds at its default is no difference. A setting added to tooltune after a run was made
+    reads as missing there, and at its default it changes nothing the run computed."""
     out = []
+    defaults = defaults if isinstance(defaults, Mapping) else {}
     for key in list(stored) + [k for k in fields if k not in stored]:
         a, b = stored.get(key, _MISSING), fields.get(key, _MISSING)
         if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out += differences(a, b, f"{prefix}{key}.")
+            out += differences(a, b, f"{prefix}{key}.", defaults.get(key))
+        elif a is _MISSING and key in defaults and b == defaults[key]:
+            continue
         elif a != b:
             out.append(f"{prefix}{key}: {_show(a)} vs {_show(b)}")
     return out
@@ -80,12 +88,15 @@ def _results(folder: Path) -> list[str]:
 
 
 def check_identity(
-    folder: str | os.PathLike, fields: Mapping[str, Any], resume: bool, subset: bool = False
+    folder: str | os.PathLike, fields: Mapping[str, Any], resume: bool, subset: bool = False,
+    defaults: Mapping[str, Any] | None = None,
 ) -> bool:
     """Whether `folder` holds this run to resume (True) or nothing yet (False); RunMismatch otherwise.
 
-    See the module docstring for the cases; `subset`: compare only the keys of `fields`. Call it while
-    holding the folder's RunLock (a `subset` check before the work starts may run without it)."""
+    See the module docstring for the cases; `subset`: compare only the keys of `fields`; `defaults`:
+    as for `differences` (settings added since the run was made, at their defaults, are no difference).
+    Call it while holding the folder's RunLock (a `subset` check before the work starts may run without
+    it)."""
     folder = Path(folder)
     if not folder.is_dir():
         return False
@@ -99,7 +110,7 @@ def check_identity(
                           "its files belong to is unknown: write to a new or empty folder")
     if subset:
         stored = {k: v for k, v in stored.items() if k in fields}
-    diffs = differences(stored, _normalized(fields))
+    diffs = differences(stored, _normalized(fields), defaults=_normalized(defaults or {}))
     if diffs:
         how = ("a run resumes only with the settings it started with: repeat those, or write to another "
                "output folder" if resume else "write to another output folder (or remove this one)")
