@@ -74,3 +74,13 @@ def test_prompts_keeping_reasoning_a_chat_template_drops_are_refused(tmp_path: P
     run = train(make_config(model, tmp_path / "dropped", **{"data.keep_reasoning": False}),
                 reward_funcs=[KeyedReward(set())], train_rows=rows)
     assert (run / "final").is_dir()
+
+
+def test_the_grpo_seed_defaults_to_the_run_seed_and_overrides_it(tiny_model_dir: Path, tmp_path: Path
+                                                                  ) -> None:
+    from tooltune.training.runner import grpo_args
+
+    cfg = make_config(tiny_model_dir, tmp_path, **{"run.seed": 7})
+    assert grpo_args(cfg, str(tmp_path), cpu=True).seed == 7
+    cfg = make_config(tiny_model_dir, tmp_path, **{"run.seed": 7, "grpo.seed": 1})
+    assert grpo_args(cfg, str(tmp_path), cpu=True).seed == 1

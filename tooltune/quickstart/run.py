@@ -421,7 +421,9 @@ def stage_grpo(p: Pipeline) -> dict[str, Any]:
     t = time.perf_counter()
     p.say(f"    reward components (weights): {p.cfg.train.reward.components}")
     run_dir = train(p.train_config("grpo"), resume=True)
-    return {**grpo_summary(run_dir / "metrics.jsonl"), "stage_wall_s": time.perf_counter() - t}
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    return {**grpo_summary(run_dir / "metrics.jsonl"), "stage_wall_s": time.perf_counter() - t,
+            "stopped_early": summary.get("grpo", {}).get("stopped_early")}
 
 
 STAGE_FUNCTIONS: dict[str, Callable[[Pipeline], dict[str, Any]]] = {

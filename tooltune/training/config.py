@@ -207,6 +207,17 @@ class GRPOSection:
         "logged with its reason.",
         ("auto", "group_prefill", "generate"),
     )
+    seed: int = option(
+        -1,
+        "Seed of the GRPO stage (prompt order, rollout sampling); -1 = run.seed. Another value gives a "
+        "second GRPO seed from the same SFT warm start.",
+        min=-1,
+    )
+    stop_on_divergence: bool = option(
+        True,
+        "Stop GRPO when it diverges (a loss that is not finite, a collapsed reward or token entropy; "
+        "tooltune.training.guard) and record why, instead of training on.",
+    )
     use_vllm: bool = option(False, "Generate rollouts with vLLM.")
     vllm_mode: str = option("colocate", "vLLM placement.", ("colocate", "server"))
     vllm_server_base_url: str = option("", "vLLM server URL for vllm_mode=server (trl vllm-serve).")

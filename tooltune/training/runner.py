@@ -64,6 +64,7 @@ from tooltune.training.diagnostics import (
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import STATE_FILE
 from tooltune.training.grpo import ToolTuneGRPOTrainer
+from tooltune.training.guard import DivergenceGuard
 from tooltune.training.resume import last_complete_checkpoint as resume_checkpoint
 from tooltune.training.resume import run_inputs
 from tooltune.training.selection import PromptFilter
@@ -120,7 +121,7 @@ def grpo_args(
         )
     return GRPOConfig(
         output_dir=output_dir,
-        seed=r.seed,
+        seed=g.seed if g.seed >= 0 else r.seed,
         num_generations=n,
         per_device_train_batch_size=per_dev,
         gradient_accumulation_steps=per_update // (per_dev * processes),
@@ -442,6 +443,8 @@ def _grpo_stage(
         trainer, val_rows, template, dg.eval_every, dg.eval_max_new_tokens, dg.eval_batch_size, clock, scorer
     )
     trainer.add_callback(heldout)
+    if cfg.grpo.stop_on_divergence:
+        trainer.add_callback(DivergenceGuard(trainer))
     trainer.remove_callback(PrinterCallback)  # these print every log record; the file holds them
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StepProgress("grpo", cfg.grpo.max_seconds, clock, cfg.grpo.max_seconds_clock))

@@ -1,0 +1,74 @@
+"""DivergenceGuard: each rule on logged numbers, and a tiny GRPO run it stops with the reason recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from test_training_grpo import make_config, make_rows
+
+from tooltune.training.guard import DivergenceGuard
+
+
+def _feed(guard: DivergenceGuard, records: list[dict[str, float]]) -> tuple[int, str] | None:
+    for step, logs in enumerate(records, 1):
+        reason = guard.check(step, logs)
+        if reason:
+            return step, reason
+    return None
+
+
+def test_a_loss_that_is_not_finite_stops_at_once() -> None:
+    got = _feed(DivergenceGuard(), [{"loss": 0.1, "reward": 0.2}, {"loss": float("nan"), "reward": 0.2}])
+    assert got is not None and got[0] == 2 and "the loss is nan at step 2" in got[1]
+
+
+def test_a_reward_that_falls_to_nothing_is_a_collapse() -> None:
+    rewards = [0.4, 0.3, 0.35, 0.2, 0.05, 0.02, 0.0]
+    got = _feed(DivergenceGuard(window=3), [{"loss": 0.0, "reward": r} for r in rewards])
+    # steps 5-7: mean 0.023 < 0.25 x 0.35 (steps 1-3); step 6's window (0.2, 0.05, 0.02) is 0.09: not yet
+    assert got is not None and got[0] == 7 and "reward collapsed" in got[1] and "0.350" in got[1]
+
+
+def test_a_noisy_or_never_rewarded_run_goes_on() -> None:
+    noisy = [0.3, 0.1, 0.25, 0.05, 0.2, 0.1, 0.3, 0.15, 0.1]  # falls and rises: not a collapse
+    assert _feed(DivergenceGuard(window=3), [{"reward": r, "entropy": 0.5} for r in noisy]) is None
+    never = [0.0, 0.02, 0.0, 0.0, 0.0, 0.0]  # nothing earned to collapse from
+    assert _feed(DivergenceGuard(window=3), [{"reward": r} for r in never]) is None
+
+
+def test_entropy_near_zero_over_a_window_is_a_collapse() -> None:
+    ents = [0.6, 0.3, 0.01, 0.005, 0.002]
+    got = _feed(DivergenceGuard(window=3), [{"reward": 0.5, "entropy": e} for e in ents])
+    assert got is not None and got[0] == 5 and "token entropy collapsed" in got[1]
+
+
+class CollapsingReward:
+    """1 for every other rollout on the first two steps, then 0 for all: a reward collapse on purpose."""
+
+    __name__ = "collapsing"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, prompts: list, completions: list, **kw: Any) -> list[float]:
+        self.calls += 1
+        return [float(i % 2) if self.calls <= 2 else 0.0 for i in range(len(completions))]
+
+
+def test_a_collapsing_run_stops_early_with_its_reason(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from tooltune.training.runner import train
+
+    reward = CollapsingReward()
+    cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.max_steps": 12})
+    run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
+    summary = json.loads((run / "summary.json").read_text())
+    # window 3: steps 1-2 earn 0.5, step 3 on 0 -> first-window mean 0.33; steps 4-6 at 0 -> stop at 6
+    assert summary["grpo"]["steps"] == 6 and reward.calls == 6
+    assert "reward collapsed at step 6" in summary["grpo"]["stopped_early"]
+    off = make_config(tiny_model_dir, tmp_path / "off",
+                      **{"grpo.max_steps": 8, "grpo.stop_on_divergence": False})
+    run = train(off, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["grpo"]["steps"] == 8 and summary["grpo"]["stopped_early"] is None
