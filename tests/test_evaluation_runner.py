@@ -19,6 +19,7 @@ from tooltune.cli import build_parser, main
 from tooltune.config import describe
 from tooltune.evaluation import commands as eval_commands
 from tooltune.evaluation import runner
+from tooltune.evaluation.failures import FailurePolicy
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import Prepared, RunOptions, Task
 from tooltune.evaluation.verdict import Verdict
@@ -116,7 +117,7 @@ def test_docs_list_every_eval_flag_with_its_default(repo_root: Path) -> None:
     """docs/evaluation.md's flag tables follow the dataclasses the flags are generated from."""
     doc = (repo_root / "docs" / "evaluation.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| `--")}
-    for cls in (RunOptions, BackendConfig, Controls, Sampling):
+    for cls in (RunOptions, BackendConfig, Controls, Sampling, FailurePolicy):
         for key, default, _ in describe(cls):
             if cls is BackendConfig and key == "batch_size":
                 continue  # the command's --batch-size (Sampling) sets it

@@ -29,6 +29,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
 from tooltune.evaluation.benchmark import BENCHMARKS, Benchmark, SimulatesUsers
+from tooltune.evaluation.failures import FailurePolicy, TooManyFailures, failure_line
 from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.r2if_ace import AceOptions, evaluate_ace
 from tooltune.evaluation.runner import RunOptions, evaluate
@@ -39,6 +40,8 @@ from tooltune.rundir import RunLock, check_identity, removed_on_failure, write_i
 
 ACE_HELP = ("R2IF's ACE (mean R_cer) of a model's completions on a benchmark's single-turn entries, "
             "measured with a student model.")
+EXIT_FAILED = 3
+"""Exit status of a run that entries failing to generate stopped (`FailurePolicy`)."""
 STUDENT_FLAGS = ("model", "endpoint", "model_name", "device", "dtype", "batch_size", "api_key_env",
                  "concurrency", "timeout", "retries")
 """BackendConfig fields of the CER student, given as --student-model, --student-endpoint, ..."""
@@ -57,6 +60,9 @@ def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
     add(p, Controls, exclude=bench.controls_excluded, group="controls",
         title="protocol controls (recorded in the manifest)")
     add(p, Sampling, group="sampling", title="sampling (recorded in the manifest)")
+    add(p, FailurePolicy, group="failures",
+        title="entries that fail to generate (scored as missing answers; exit status 3 when these stop the "
+              "run)")
     bench.add_arguments(p)
     p.set_defaults(func=_run, benchmark=bench.name)
 
@@ -158,10 +164,19 @@ def _evaluate(args: argparse.Namespace) -> int:
     backends = _backends(args, opts, controls, backend, data_dir)
     user_backend = bench.user_backend(args, backend, data_dir) if isinstance(bench, SimulatesUsers) else None
     model = "scripted" if args.scripted else backend.label
+    given = config_mechanism.given_overrides(args, "failures")
+    failures = config_mechanism.load(FailurePolicy, overrides=given)
+    if failures.retry_failed and not opts.resume:
+        raise ConfigError("retry_failed: --retry-failed generates the failed entries of a run again; it "
+                          "needs --resume")
     with RunLock(opts.out):  # the report is written under the same lock as the results
-        summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
-                           sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                           user_backend=user_backend, subset=opts.subset_spec())
+        try:
+            summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
+                               sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
+                               user_backend=user_backend, subset=opts.subset_spec(), failures=failures)
+        except TooManyFailures as e:
+            print(f"tooltune eval {args.benchmark}: {e}", file=sys.stderr)
+            return EXIT_FAILED
         if opts.report:
             write_report([opts.out], Path(opts.out) / "report.md")
     headline = {k.removeprefix("categories.").removesuffix(".accuracy"): round(v, 4)
@@ -176,6 +191,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(json.dumps(shown, indent=2))
     for s in summary.get("skipped") or []:
         print(f"skipped: {s}", file=sys.stderr)
+    line = failure_line(summary)
+    if line:
+        print(line, file=sys.stderr)
     return 0
 
 

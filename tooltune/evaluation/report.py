@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.evaluation.benchmark import BENCHMARKS
+from tooltune.evaluation.failures import failure_line
 from tooltune.evaluation.subset import describe_subset
 
 logger = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
                   f"Seeds {r['summary'].get('seeds')}; controls {json.dumps(m.get('controls', {}))}; "
                   f"system prompt sha256 {str(m.get('system_prompt_sha256', ''))[:12]}", "",
                   f"Entries: {describe_subset(r['summary'].get('subset'))}", "",
+                  *([f"**{line[0].upper()}{line[1:]}**", ""] if (line := failure_line(r["summary"])) else []),
                   "| Category | Accuracy (%) | SE (%) | Entries |", "|---|---|---|---|"]
         summary = r["summary"]
         for c in cats:

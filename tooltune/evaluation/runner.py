@@ -6,7 +6,9 @@ entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file
 `summary.json` (scores of each seed, mean ± std over seeds, each score's standard error over entries,
 the subset when one was chosen, the formulas; with replayed predictions,
 per seed how the file fits the entries: `predictions_report`), `manifest.json` and
-`run.json` (the manifest fields that define the results, `protocol.run_identity`).
+`run.json` (the manifest fields that define the results, `protocol.run_identity`). Each answer is
+recorded as it arrives; an entry whose generation fails for good is a failed verdict, scored as a
+missing answer and counted in summary.json's ``generation_failures`` (`tooltune.evaluation.failures`).
 
 One folder holds one run, written by one process (`tooltune.rundir`): the folder is locked while the
 run writes (another writer gets `RunFolderBusy`); a new run needs a new or empty folder, and
@@ -45,11 +47,26 @@ from tooltune.evaluation.benchmark import (
     benchmark_data_dir,
     require,
 )
+from tooltune.evaluation.failures import (
+    FailureGate,
+    FailurePolicy,
+    count_failed,
+    drop_failed,
+    failed_record,
+    failure_summary,
+)
 from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
 from tooltune.evaluation.subset import SubsetSpec, select
 from tooltune.evaluation.uncertainty import standard_errors
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
+from tooltune.generation import (
+    Backend,
+    GenerationFailure,
+    GenerationRequest,
+    Sampling,
+    Tolerant,
+    stream_results,
+)
 from tooltune.prompts import check_history_reasoning, resolve_native
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
@@ -140,10 +157,13 @@ def _progress(total: int, desc: str) -> Any:
 
 def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
              log: VerdictLog, partial: bool = False, progress: Any = None,
-             completions: TextIO | None = None, user_backend: Backend | None = None) -> None:
-    """Generate and score every unfinished task of one seed; verdicts go to `log` as they come.
+             completions: TextIO | None = None, user_backend: Backend | None = None,
+             gate: FailureGate | None = None) -> None:
+    """Generate and score every unfinished task of one seed; verdicts go to `log` as each answer comes.
 
-    Raw completions go to `completions` (a predictions file: replay it with `--predictions`).
+    Raw completions go to `completions` (a predictions file: replay it with `--predictions`). An entry
+    whose generation fails for good goes to `gate` (`tooltune.evaluation.failures`; default: the
+    default `FailurePolicy`), which records it as a failed verdict or stops the run.
     """
     has = getattr(backend, "has", None)
     unreadable: dict[str, str] = getattr(backend, "unreadable", None) or {}
@@ -156,6 +176,12 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         if progress is not None:
             progress.update(1)
 
+    def record_failed(rec: dict[str, Any]) -> None:
+        log.add(rec)
+        if progress is not None:
+            progress.update(1)
+
+    gate = gate or FailureGate(FailurePolicy())
     todo = [t for t in prep.tasks if (seed, t.id) not in log.done]
     if has is not None:  # replay: entries without a prediction fail (or are skipped with `partial`)
         for t in [t for t in todo if not has(t.id)]:
@@ -167,9 +193,12 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
     reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
                               max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id, tools=t.tools)
             for t in todo]
-    for idx, outputs in generate_in_chunks(backend, reqs, sampling.batch_size):
-        for i, texts in zip(idx, outputs):
-            text = texts[0] if texts else ""
+    for i, got in stream_results(backend, reqs, sampling.batch_size):
+        if isinstance(got, GenerationFailure):
+            gate.fail(failed_record(todo[i].id, todo[i].category, seed, got), record_failed)
+        else:
+            gate.flush(record_failed)
+            text = got[0] if got else ""
             record(todo[i].score(text), text)
     entries = [e for e in prep.episodes if (seed, e.id) not in log.done]
     if has is not None:
@@ -181,7 +210,19 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
                 record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
     if entries and prep.run_episodes is not None:
-        prep.run_episodes(entries, EpisodeContext(backend, controls, sampling, seed, record, user_backend))
+        tolerant = Tolerant(backend)  # one entry's failed request ends that entry, not the run
+
+        def record_episode(v: Verdict, result: Any = None) -> None:
+            failure = tolerant.failures.get(v.id)
+            if failure is None:
+                gate.flush(record_failed)
+                record(v, result)
+            else:
+                gate.fail(failed_record(v.id, v.category, seed, failure), record_failed)
+
+        prep.run_episodes(entries, EpisodeContext(tolerant, controls, sampling, seed, record_episode,
+                                                  user_backend))
+    gate.flush(record_failed)
 
 
 def _keep_scored_completions(path: Path, scored: set[str]) -> None:
@@ -289,6 +330,7 @@ def evaluate(
     show_progress: bool = True,
     user_backend: Backend | None = None,
     subset: SubsetSpec | None = None,
+    failures: FailurePolicy | None = None,
 ) -> dict[str, Any]:
     """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
 
@@ -299,6 +341,9 @@ def evaluate(
     skipped without one; `MissingCapability` for a benchmark without simulated users). `subset`
     restricts the run to fixed entries (recorded in the manifest and summary, part of the run's identity).
     The summary holds each score's standard error over entries (`uncertainty.standard_errors`).
+    An entry whose generation fails for good is scored as a missing answer and counted in the summary's
+    ``generation_failures``; `failures` says when failures stop the run (`failures.TooManyFailures`) and
+    whether a resumed run generates the failed entries again (`tooltune.evaluation.failures`).
 
     `out_dir` must be new or empty, or hold this same run when `resume` is set (`rundir.RunMismatch`
     otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when another process
@@ -326,8 +371,12 @@ def evaluate(
             write_identity(out, run_identity(manifest))
         if not resuming or not (out / "manifest.json").exists():  # a resumed run keeps its manifest
             _write_json(out / "manifest.json", manifest)
+        failures = failures or FailurePolicy()
+        if resuming and failures.retry_failed:
+            drop_failed(out / "verdicts.jsonl")
         with VerdictLog(out / "verdicts.jsonl", resume=resuming) as log:
             bar = _progress(n_items * len(backends) - len(log.done), benchmark) if show_progress else None
+            gate = FailureGate(failures, count_failed(log.records))
             try:
                 for seed, backend in backends:
                     path = out / f"completions_seed{seed}.jsonl"
@@ -335,7 +384,8 @@ def evaluate(
                         drop_torn_tail(path)
                         _keep_scored_completions(path, {i for s, i in log.done if s == seed})
                     with open(path, "a" if resuming else "w", encoding="utf-8") as f:
-                        run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend)
+                        run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend,
+                                 gate)
             finally:
                 if bar is not None:
                     bar.close()
@@ -347,7 +397,7 @@ def evaluate(
                    "standard_errors": standard_errors(bench, records),
                    "subset": chosen,
                    "per_seed": {str(s): v for s, v in per_seed.items()}, "skipped": prep.skipped,
-                   "scoring": controls.scoring}
+                   "scoring": controls.scoring, "generation_failures": failure_summary(records)}
         if bench.formulas:
             summary["formulas"] = dict(bench.formulas)
         reports = {str(s): r for s, b in backends if (r := predictions_report(prep, b)) is not None}

@@ -14,6 +14,8 @@ from tooltune.generation.backends import (
     BACKENDS,
     Backend,
     BackendError,
+    EndpointUnavailable,
+    GenerationFailure,
     GenerationRequest,
     HFBackend,
     MissingPrediction,
@@ -23,6 +25,7 @@ from tooltune.generation.backends import (
     load_predictions,
     make_backend,
 )
+from tooltune.generation.base import Tolerant, stream_results
 from tooltune.generation.config import BackendConfig, backend_config, make_backend_from
 from tooltune.generation.conversations import EpisodeConfig, MessageContext
 from tooltune.generation.episodes import (
@@ -82,6 +85,8 @@ __all__ = [
     "Backend",
     "BackendConfig",
     "BackendError",
+    "EndpointUnavailable",
+    "GenerationFailure",
     "GenerationRequest",
     "HFBackend",
     "MissingPrediction",
@@ -96,4 +101,6 @@ __all__ = [
     "make_backend_from",
     "score_prompts",
     "score_samples",
+    "stream_results",
+    "Tolerant",
 ]

@@ -10,63 +10,30 @@ from __future__ import annotations
 
 import json
 import logging
-import random
-import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from tooltune.config import Registry
+from tooltune.generation.base import (
+    Backend,
+    BackendError,
+    EndpointUnavailable,
+    GenerationFailure,
+    GenerationRequest,
+    MissingPrediction,
+)
+from tooltune.generation.endpoint import OpenAIBackend, hermes_text, openai_messages
 from tooltune.generation.predictions import read_predictions
 from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, sample
 from tooltune.models.loading import load_model_and_tokenizer
-from tooltune.parsing import get_grammar
 from tooltune.prompts import encode_chat, render_answer
-from tooltune.schema import SchemaError, ToolCall
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class GenerationRequest:
-    """One prompt to complete.
-
-    `id` and `meta` do not change what a model sees; they let the replay and scripted backends find
-    the answer for this request (`meta` keys "turn" and "step" address one step of a multi-turn entry).
-    `tools` are OpenAI-style function schemas for the chat template (``apply_chat_template(tools=…)``),
-    set under a template whose tools are not in the messages (``native``,
-    `tooltune.prompts.prompt_tools`); the replay and scripted backends ignore them.
-    """
-
-    messages: list[dict]
-    n: int = 1
-    temperature: float = 0.0
-    max_new_tokens: int = 512
-    prefix: str = ""
-    seed: int | None = None
-    id: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict] | None = None
-
-
-@runtime_checkable
-class Backend(Protocol):
-    name: str
-
-    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]: ...
-
-
-class BackendError(RuntimeError):
-    """A backend could not produce completions; the message names the request and the cause."""
-
-
-class MissingPrediction(BackendError, KeyError):
-    """The predictions file has no result for the requested id (or turn/step)."""
+__all__ = ["BACKENDS", "Backend", "BackendError", "EndpointUnavailable", "GenerationFailure",
+           "GenerationRequest", "HFBackend", "MissingPrediction", "OpenAIBackend", "ReplayBackend",
+           "ScriptedBackend", "hermes_text", "load_predictions", "make_backend", "openai_messages"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,9 +93,14 @@ class HFBackend:
         if tokenizer.eos_token_id is not None:
             self._stop_ids.add(tokenizer.eos_token_id)
 
-    def _check_length(self, needed: int) -> None:
+    def positions(self) -> int | None:
+        """The model's context length in tokens (``max_position_embeddings``), None when it has none."""
         limit = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
-        if isinstance(limit, int) and needed > limit and not self._warned:
+        return limit if isinstance(limit, int) and limit > 0 else None
+
+    def _check_length(self, needed: int) -> None:
+        limit = self.positions()
+        if limit is not None and needed > limit and not self._warned:
             self._warned = True  # once: long-context benchmarks would repeat it for every batch
             logger.warning("%s: prompt + max_new_tokens = %d tokens exceeds the model's %d positions",
                            self.name, needed, limit)
@@ -175,6 +147,37 @@ class HFBackend:
                     out[i] = [self._decode(ids) for ids in got.ids[j * n : (j + 1) * n]]
         return out
 
+    def generate_each(self, requests: list[GenerationRequest]) -> list[list[str] | GenerationFailure]:
+        """`generate`, with a `GenerationFailure` in place of a request that cannot be generated instead of
+        an error for all: a prompt that fills the model's context (`positions`) or whose chat template
+        fails is not generated; when a batch fails, its requests are generated one at a time and the one
+        that fails again is the failure (its error in one line)."""
+        out: list[list[str] | GenerationFailure] = [[] for _ in requests]
+        limit, ok = self.positions(), []
+        for i, r in enumerate(requests):
+            try:
+                size = len(self.prompt_ids(r))
+            except Exception as e:  # a chat template that cannot render this entry's messages or tools
+                out[i] = GenerationFailure("error", f"request {r.id}: the prompt cannot be rendered: "
+                                                    f"{type(e).__name__}: {e}"[:500])
+                continue
+            if limit is not None and size >= limit:
+                out[i] = GenerationFailure("too_long", f"request {r.id}: the prompt is {size} tokens, the "
+                                                       f"model's context {limit}")
+            else:
+                ok.append(i)
+        try:
+            for i, texts in zip(ok, self.generate([requests[i] for i in ok]), strict=True):
+                out[i] = texts
+        except Exception as e:  # a model error (out of memory, ...): find the request that causes it
+            if len(ok) == 1:
+                r = requests[ok[0]]
+                out[ok[0]] = GenerationFailure("error", f"request {r.id}: {type(e).__name__}: {e}"[:500])
+            else:
+                for i in ok:
+                    out[i] = self.generate_each([requests[i]])[0]
+        return out
+
     def generate_ids(
         self, contexts: Sequence[Sequence[int]], max_new_tokens: int
     ) -> tuple[list[list[int]], None]:
@@ -191,169 +194,6 @@ class HFBackend:
                          prefix_cache=self.prefix_cache)
             out.extend(got.ids)
         return out, None
-
-
-# --------------------------------------------------------------------------------------------
-# OpenAI-compatible endpoint (vLLM, SGLang, OpenAI, ...)
-
-
-_RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-
-
-def openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """`messages` in the chat-completions form: an assistant turn's ``tool_calls`` get ids (``call_0``,
-    ``call_1``, … unless they have one) and JSON-string arguments, and each ``tool`` message after it the
-    id of the call it answers, in order."""
-    out, pending, n = [], [], 0
-    for msg in messages:
-        m = dict(msg)
-        if m.get("role") == "assistant" and m.get("tool_calls"):
-            calls = []
-            for call in m["tool_calls"]:
-                f = call.get("function", call)
-                args = f.get("arguments", {})
-                calls.append({"id": call.get("id") or f"call_{n}", "type": "function", "function": {
-                    "name": f.get("name"),
-                    "arguments": args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)}})
-                n += 1
-            m["tool_calls"], pending = calls, [c["id"] for c in calls]
-        elif m.get("role") == "tool" and pending and "tool_call_id" not in m:
-            m["tool_call_id"] = pending.pop(0)
-        out.append(m)
-    return out
-
-
-def hermes_text(tool_calls: Sequence[Any]) -> str:
-    """Structured ``tool_calls`` of a chat-completions reply as hermes ``<tool_call>`` blocks, one per call,
-    arguments decoded from their JSON string. A call that is not a name with a JSON object of arguments
-    keeps them as sent, so its block fails to parse as the model's malformed call would."""
-    open_tag, close_tag = get_grammar("hermes").call or ("", "")
-    blocks = []
-    for call in tool_calls:
-        f = call.get("function", call) if isinstance(call, Mapping) else {}
-        try:
-            blocks.append(render_answer([ToolCall.from_dict(f)], "hermes"))
-        except SchemaError:
-            args = f.get("arguments")
-            raw = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            name = json.dumps(f.get("name"), ensure_ascii=False)
-            blocks.append(f'{open_tag}\n{{"name": {name}, "arguments": {raw}}}\n{close_tag}')
-    return "\n".join(blocks)
-
-
-class OpenAIBackend:
-    """Chat completions from an OpenAI-compatible server, several requests at once (threads).
-
-    Transient failures (connection errors, timeouts, HTTP 408/429/5xx) are retried `retries` times
-    with exponential backoff `backoff * 2**attempt` seconds (plus jitter); other HTTP errors fail at
-    once. `prefix` uses vLLM's `continue_final_message` extension (the prefix is sent as a final
-    assistant message and the server continues it). A server that returns fewer than n choices is
-    asked again until n texts are collected. Reasoning returned separately by reasoning parsers
-    (`reasoning_content` / `reasoning`) is put back in front as `<think>...</think>` when
-    `reasoning_tag` is set.
-
-    A request with `tools` sends them as the body's ``tools`` and its history in the chat-completions
-    form (`openai_messages`); structured ``tool_calls`` in a reply (a server with a tool-call parser)
-    come back as hermes ``<tool_call>`` blocks after the text (`hermes_text`), the form the ``native``
-    template parses.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        model_name: str,
-        concurrency: int = 8,
-        retries: int = 4,
-        timeout: float = 120.0,
-        api_key: str | None = None,
-        backoff: float = 1.0,
-        reasoning_tag: str | None = "think",
-        extra_body: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.url = base_url.rstrip("/") + ("" if base_url.rstrip("/").endswith("/chat/completions")
-                                           else "/chat/completions")
-        self.model_name, self.concurrency, self.retries = model_name, max(1, concurrency), max(0, retries)
-        self.timeout, self.api_key, self.backoff = timeout, api_key, backoff
-        self.reasoning_tag, self.extra_body = reasoning_tag, dict(extra_body or {})
-        self.name = f"openai:{model_name}@{base_url}"
-        self._rng = random.Random(0)
-        self._lock = threading.Lock()
-
-    def _payload(self, r: GenerationRequest, n: int) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model_name, "messages": list(r.messages), "n": n,
-                                "temperature": r.temperature, "max_tokens": r.max_new_tokens}
-        if r.seed is not None:
-            body["seed"] = r.seed
-        if r.tools:
-            body.update(tools=list(r.tools), messages=openai_messages(r.messages))
-        if r.prefix:
-            body["messages"] = [*body["messages"], {"role": "assistant", "content": r.prefix}]
-            body.update(continue_final_message=True, add_generation_prompt=False)
-        body.update(self.extra_body)
-        return body
-
-    def _post(self, body: dict[str, Any], where: str) -> dict[str, Any]:
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                with self._lock:
-                    jitter = self._rng.uniform(0, self.backoff)
-                time.sleep(self.backoff * 2 ** (attempt - 1) + jitter)
-            req = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    return json.loads(resp.read().decode("utf-8"))
-            except urllib.error.HTTPError as e:
-                detail = e.read()[:300].decode("utf-8", "replace")
-                last = f"HTTP {e.code}: {detail}"
-                if e.code not in _RETRY_STATUS:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                last = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
-            except json.JSONDecodeError as e:
-                last = f"response is not JSON ({e.msg})"
-            logger.warning("%s: attempt %d/%d failed: %s", where, attempt + 1, self.retries + 1, last)
-        raise BackendError(f"{where}: {self.url} failed after {attempt + 1} attempt(s): {last}")
-
-    def _text(self, choice: Mapping[str, Any]) -> str:
-        msg = choice.get("message") or {}
-        text = msg.get("content") or choice.get("text") or ""
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-        if msg.get("tool_calls"):
-            text = "\n".join(t for t in (text, hermes_text(msg["tool_calls"])) if t)
-        if reasoning and self.reasoning_tag:
-            text = f"<{self.reasoning_tag}>{reasoning}</{self.reasoning_tag}>\n{text}"
-        return text
-
-    def _one(self, r: GenerationRequest, where: str) -> list[str]:
-        texts: list[str] = []
-        for _ in range(r.n):  # at most n round trips even if each returns a single choice
-            resp = self._post(self._payload(r, r.n - len(texts)), where)
-            choices = resp.get("choices") if isinstance(resp, Mapping) else None
-            if not isinstance(choices, list) or not choices:
-                raise BackendError(f"{where}: response has no choices: {str(resp)[:200]}")
-            texts.extend(self._text(c) for c in choices)
-            if len(texts) >= r.n:
-                break
-        return texts[: r.n]
-
-    def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
-        wheres = [f"request {r.id if r.id is not None else i}" for i, r in enumerate(requests)]
-        if len(requests) <= 1 or self.concurrency == 1:
-            return [self._one(r, w) for r, w in zip(requests, wheres)]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(self._one, r, w) for r, w in zip(requests, wheres)]
-            try:
-                return [f.result() for f in futures]
-            except BaseException:
-                # a dead server: the queued requests would each run through their retries
-                for f in futures:
-                    f.cancel()
-                raise
 
 
 # --------------------------------------------------------------------------------------------
