@@ -1,0 +1,204 @@
+"""A short GRPO sweep from one SFT warm start: each arm a branch of a quickstart run, judged on validation.
+
+Every arm is `tooltune quickstart --branch-from SOURCE` with its own `train.grpo.*` / `train.reward.*`
+settings and `train.grpo.max_steps` from the sweep file, stopped after its GRPO stage: the same warm
+start, data and validation split for all arms, so they differ only in what the sweep file says. An arm
+is judged by what its own run measured, never by a benchmark:
+
+- validation: greedy exact match (the binary reward) on the run's validation split before GRPO and at
+  its end (`train.diagnostics`), with its standard error;
+- signal: the share of groups with a reward spread (1 - TRL's `frac_reward_zero_std`), the training
+  reward of the first and last steps, token entropy, truncated completions;
+- cost: training CPU and wall seconds (held-out evaluations excluded).
+
+An arm that diverges (non-finite loss, reward or entropy collapse: `tooltune.training.guard`) is
+stopped by its run and marked so in the table, not ranked. Arms already finished are read back, so a
+killed sweep resumes with the same command. Writes OUT/sweep.json, OUT/sweep.md and OUT/sweep.png.
+
+    python bench/grpo_sweep.py --source runs/real --out runs/sweep --arms configs/sweeps/real_smollm2.yaml
+    python bench/grpo_sweep.py ... --only lr_1e-5,lr_3e-5     # some arms
+    python bench/grpo_sweep.py ... --report                   # the table from the arms finished so far
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+HELDOUT = "tooltune/heldout_exact_match"
+
+
+def read_arms(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
+    """(steps per arm, {arm name: {dotted key: value}}) from a sweep file; ValueError naming the problem."""
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    steps, arms = spec.get("steps"), spec.get("arms")
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"{path}: `steps` must be a positive integer (GRPO steps per arm), got {steps!r}")
+    if not isinstance(arms, dict) or not arms:
+        raise ValueError(f"{path}: `arms` must map arm names to their settings")
+    for name, settings in arms.items():
+        if not isinstance(settings, dict):
+            raise ValueError(f"{path}: arm {name!r} must be a mapping of dotted settings")
+        bad = [k for k in settings if not str(k).startswith(("train.grpo.", "train.reward."))]
+        if bad:
+            raise ValueError(f"{path}: arm {name!r} sets {', '.join(bad)}; an arm may set only train.grpo.* "
+                             "and train.reward.* (the warm start it shares reads the rest)")
+    return steps, arms
+
+
+def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threads: int) -> dict[str, Any]:
+    """Branch `out` from `source` with `settings`, run its GRPO stage (resumed if begun); its result."""
+    import torch
+
+    from tooltune.quickstart.branch import branch
+    from tooltune.quickstart.config import load_config
+    from tooltune.quickstart.real import real_profile
+    from tooltune.quickstart.run import Pipeline, synthetic_profile
+
+    overrides: list[str] = ["--train.grpo.max_steps", str(steps), "--threads", str(threads)]
+    for key, value in settings.items():
+        overrides += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
+    cfg = load_config(source / "config.yaml", overrides)
+    profile = real_profile() if cfg.profile == "real" else synthetic_profile()
+    pipe = Pipeline(out, cfg, say=lambda line: print(f"[{out.name}] {line}", flush=True), profile=profile)
+    branch(pipe, source)
+    torch.set_num_threads(cfg.threads)
+    return pipe.run_stage("grpo")
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[str, Any]:
+    """One table row from an arm's GRPO stage result."""
+    log, curve = res.get("log", []), res.get("curve", [])
+    first, last = (curve[0] if curve else {}), (curve[-1] if curve else {})
+    n = last.get("n") or first.get("n") or 0
+    acc0, acc1 = first.get("accuracy", math.nan), last.get("accuracy", math.nan)
+    zero = [r["frac_reward_zero_std"] for r in log if "frac_reward_zero_std" in r]
+    k = max(1, len(log) // 3)
+    return {
+        "arm": name,
+        "settings": settings,
+        "steps": res.get("steps", 0),
+        "status": res.get("stopped_early") or "ok",
+        "val_start": acc0,
+        "val_end": acc1,
+        "val_n": n,
+        "val_end_se": math.sqrt(acc1 * (1 - acc1) / n) if n and math.isfinite(acc1) else math.nan,
+        "groups_with_signal": 1 - _mean(zero) if zero else math.nan,
+        "reward_first": _mean([r["reward"] for r in log[:k] if "reward" in r]),
+        "reward_last": _mean([r["reward"] for r in log[-k:] if "reward" in r]),
+        "entropy_last": _mean([r["entropy"] for r in log[-k:] if "entropy" in r]),
+        "clipped": _mean([r["completions/clipped_ratio"] for r in log if "completions/clipped_ratio" in r]),
+        "train_cpu_s": res.get("train_cpu_s", math.nan),
+        "train_wall_s": res.get("train_wall_s", math.nan),
+    }
+
+
+def _f(x: float, pct: bool = False) -> str:
+    if not isinstance(x, (int, float)) or not math.isfinite(x):
+        return "–"
+    return f"{100 * x:.1f}" if pct else f"{x:.3f}"
+
+
+def table(rows: list[dict[str, Any]], steps: int) -> str:
+    """The sweep as a markdown table, arms in file order; a diverged arm says why instead of ranking."""
+    lines = [
+        f"GRPO arms of {steps} steps from one SFT warm start; validation = greedy exact match (binary "
+        "reward) on the run's validation split, ± SE over its samples.",
+        "",
+        "| arm | settings | steps | val before → after (%) | groups with signal (%) | reward first → last "
+        "third | entropy (last third) | truncated (%) | CPU s | status |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        settings = ", ".join(f"{k.removeprefix('train.')}={v}" for k, v in r["settings"].items())
+        val = f"{_f(r['val_start'], True)} → {_f(r['val_end'], True)} ± {_f(r['val_end_se'], True)}"
+        lines.append(
+            f"| {r['arm']} | {settings} | {r['steps']} | {val} | {_f(r['groups_with_signal'], True)} | "
+            f"{_f(r['reward_first'])} → {_f(r['reward_last'])} | {_f(r['entropy_last'])} | "
+            f"{_f(r['clipped'], True)} | {r['train_cpu_s']:.0f} | {r['status']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict[str, dict[str, Any]], path: Path, title: str) -> None:
+    """Training reward per step (left) and validation before/after (right), one colour per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, res in results.items():
+        log = res.get("log", [])
+        ax.plot([r["step"] for r in log], [r.get("reward", math.nan) for r in log], marker=".", label=name)
+        curve = res.get("curve", [])
+        if curve:
+            bx.plot([0, 1], [100 * curve[0]["accuracy"], 100 * curve[-1]["accuracy"]], marker="o", label=name)
+    ax.set(xlabel="GRPO step", ylabel="training reward (mean over the step's rollouts)", title="reward")
+    bx.set(xticks=[0, 1], xticklabels=["before GRPO", "after"], ylabel="validation exact match (%)",
+           title="validation (greedy)")
+    ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", required=True, type=Path,
+                    help="quickstart run folder with a finished SFT stage")
+    ap.add_argument("--out", required=True, type=Path, help="sweep folder: one run folder per arm")
+    ap.add_argument("--arms", required=True, type=Path, help="sweep file (configs/sweeps/*.yaml)")
+    ap.add_argument("--only", default="", help="comma-separated arm names (default: every arm)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--report", action="store_true", help="only write the table of the arms finished so far")
+    args = ap.parse_args()
+    try:
+        steps, arms = read_arms(args.arms)
+    except (OSError, ValueError) as e:
+        print(f"grpo_sweep: {e}", file=sys.stderr)
+        return 2
+    chosen = [a.strip() for a in args.only.split(",") if a.strip()] or list(arms)
+    unknown = [a for a in chosen if a not in arms]
+    if unknown:
+        print(f"grpo_sweep: --only: {', '.join(unknown)} not in {args.arms} ({', '.join(arms)})",
+              file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, dict[str, Any]] = {}
+    for name in arms:
+        stage = args.out / name / "stages" / "grpo.json"
+        if stage.is_file():
+            results[name] = json.loads(stage.read_text(encoding="utf-8"))
+        elif name in chosen and not args.report:
+            t = time.perf_counter()
+            results[name] = run_arm(args.source, args.out / name, steps, arms[name], args.threads)
+            print(f"[{name}] done in {time.perf_counter() - t:.0f} s", flush=True)
+    rows = [arm_row(n, arms[n], r) for n, r in results.items()]
+    (args.out / "sweep.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    md = table(rows, steps)
+    (args.out / "sweep.md").write_text(md, encoding="utf-8")
+    if results:
+        title = f"GRPO sweep from {args.source.name} ({time.strftime('%Y-%m-%d')})"
+        plot(results, args.out / "sweep.png", title)
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""bench/grpo_sweep.py: arms branched from one warm start (synthetic mini quickstart), read back on a
+rerun, refused when they set what the shared warm start read, and tabled with their status."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tooltune.quickstart.config import load_config
+from tooltune.quickstart.run import Pipeline
+
+REPO = Path(__file__).resolve().parents[1]
+MINI = REPO / "configs" / "quickstart_mini.yaml"
+SCRIPT = REPO / "bench" / "grpo_sweep.py"
+
+
+def _sweep():
+    sys.path.insert(0, str(REPO))
+    try:
+        return importlib.import_module("bench.grpo_sweep")
+    finally:
+        sys.path.remove(str(REPO))
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sweep") / "source"
+    Pipeline(out, load_config(MINI, {"threads": 1}), say=lambda s: None).run(stop_after="sft")
+    return out
+
+
+def _arms(tmp_path: Path, arms: dict) -> Path:
+    path = tmp_path / "arms.yaml"
+    path.write_text(json.dumps({"steps": 2, "arms": arms}))  # JSON is YAML
+    return path
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=600)
+
+
+def test_arms_run_from_one_warm_start_and_a_rerun_reads_them_back(source: Path, tmp_path: Path) -> None:
+    arms = _arms(tmp_path, {"fast": {"train.grpo.learning_rate": 1e-2},
+                            "fine": {"train.reward.components": {"fine_grained": 1.0, "binary": 0.0}}})
+    out = tmp_path / "sweep"
+    done = _run("--source", str(source), "--out", str(out), "--arms", str(arms), "--threads", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads((out / "sweep.json").read_text())
+    assert [r["arm"] for r in rows] == ["fast", "fine"]
+    warm = json.loads((source / "stages" / "sft.json").read_text())
+    for r in rows:
+        assert r["steps"] == 2 and r["status"] == "ok" and r["val_n"] > 0
+        # every arm starts from the source's warm start: the same validation before GRPO
+        assert r["val_start"] == rows[0]["val_start"]
+        assert 0 <= r["groups_with_signal"] <= 1 and r["train_cpu_s"] > 0
+        branch = json.loads((out / r["arm"] / "branch.json").read_text())
+        assert branch["source"] == str(source.resolve()) and "sft" in branch["stages"]
+    fast = json.loads((out / "fast" / "run.json").read_text())["config"]["train"]["grpo"]
+    assert fast["learning_rate"] == 1e-2 and fast["max_steps"] == 2
+    assert warm["chosen_step"] >= 1
+    md = (out / "sweep.md").read_text()
+    assert "| fast | grpo.learning_rate=0.01 | 2 |" in md and (out / "sweep.png").stat().st_size > 0
+    # a rerun trains nothing: every arm's GRPO stage is read back
+    before = (out / "fast" / "stages" / "grpo.json").stat().st_mtime_ns
+    again = _run("--source", str(source), "--out", str(out), "--arms", str(arms), "--threads", "1")
+    assert again.returncode == 0 and "done in" not in again.stdout
+    assert (out / "fast" / "stages" / "grpo.json").stat().st_mtime_ns == before
+
+
+def test_an_arm_setting_what_the_warm_start_read_is_refused(source: Path, tmp_path: Path) -> None:
+    arms = _arms(tmp_path, {"bad": {"train.sft.learning_rate": 1e-3}})
+    done = _run("--source", str(source), "--out", str(tmp_path / "s"), "--arms", str(arms))
+    assert done.returncode == 2 and "arm 'bad' sets train.sft.learning_rate" in done.stderr
+    assert not (tmp_path / "s").exists()
+    one = _arms(tmp_path, {"a": {}})
+    done = _run("--source", str(source), "--out", str(tmp_path / "s"), "--arms", str(one), "--only", "b")
+    assert done.returncode == 2 and "--only: b not in" in done.stderr
+
+
+def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
+    sweep = _sweep()
+    res = {"steps": 5, "stopped_early": "diverged: the loss is nan at step 5", "train_cpu_s": 12.0,
+           "curve": [{"step": 0, "accuracy": 0.25, "n": 16}, {"step": 5, "accuracy": 0.0, "n": 16}],
+           "log": [{"step": i, "reward": 0.1, "frac_reward_zero_std": 0.5} for i in range(1, 6)]}
+    row = sweep.arm_row("x", {"train.grpo.learning_rate": 1.0}, res)
+    assert row["status"].startswith("diverged") and row["groups_with_signal"] == 0.5
+    assert math.isclose(row["val_end_se"], 0.0) and row["val_start"] == 0.25
+    assert "diverged: the loss is nan at step 5" in sweep.table([row], 5)
