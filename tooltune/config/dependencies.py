@@ -47,6 +47,8 @@ _BFCL = Dependency(
 
 OPTIONAL_DEPENDENCIES: dict[str, Dependency] = {
     "bfcl_eval": _BFCL,
+    "faiss": Dependency("faiss-cpu", "BFCL's memory_vector category (its vector store)", _BFCL.install),
+    "rank_bm25": Dependency("rank_bm25", "BFCL's memory_kv category (its key search)", _BFCL.install),
     "matplotlib": _pinned("matplotlib", "plots (tooltune report, the quickstart's and evaluation reports)"),
     "peft": _pinned("peft", "LoRA (model.lora) and loading adapter folders"),
     "sentence_transformers": _pinned(

@@ -67,8 +67,9 @@ EpisodeT = TypeVar("EpisodeT", bound=Episode)
 @dataclass(frozen=True)
 class EpisodeContext:
     """What one seed's episodes are played with: the model's `backend`, the protocol `controls` and
-    `sampling`, the `seed`, `record` (called once per entry) and the `user_backend` that plays the
-    user in simulated-user episodes (None: none given)."""
+    `sampling`, the `seed`, `record` (called once per entry), the `user_backend` that plays the
+    user in simulated-user episodes (None: none given) and the run folder `run_dir`, where episodes
+    that keep state between entries (BFCL's memory snapshots) write it (None: no folder, a temporary one)."""
 
     backend: Backend
     controls: Controls
@@ -76,6 +77,7 @@ class EpisodeContext:
     seed: int
     record: Record
     user_backend: Backend | None = None
+    run_dir: Path | None = None
 
 
 EpisodeRunner = Callable[[list[EpisodeT], EpisodeContext], None]

@@ -158,12 +158,13 @@ def _progress(total: int, desc: str) -> Any:
 def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
              log: VerdictLog, partial: bool = False, progress: Any = None,
              completions: TextIO | None = None, user_backend: Backend | None = None,
-             gate: FailureGate | None = None) -> None:
+             gate: FailureGate | None = None, run_dir: Path | None = None) -> None:
     """Generate and score every unfinished task of one seed; verdicts go to `log` as each answer comes.
 
     Raw completions go to `completions` (a predictions file: replay it with `--predictions`). An entry
     whose generation fails for good goes to `gate` (`tooltune.evaluation.failures`; default: the
     default `FailurePolicy`), which records it as a failed verdict or stops the run.
+    Episodes that keep state between entries write it under `run_dir` (BFCL's memory snapshots).
     """
     has = getattr(backend, "has", None)
     unreadable: dict[str, str] = getattr(backend, "unreadable", None) or {}
@@ -221,7 +222,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
                 gate.fail(failed_record(v.id, v.category, seed, failure), record_failed)
 
         prep.run_episodes(entries, EpisodeContext(tolerant, controls, sampling, seed, record_episode,
-                                                  user_backend))
+                                                  user_backend, run_dir))
     gate.flush(record_failed)
 
 
@@ -385,7 +386,7 @@ def evaluate(
                         _keep_scored_completions(path, {i for s, i in log.done if s == seed})
                     with open(path, "a" if resuming else "w", encoding="utf-8") as f:
                         run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend,
-                                 gate)
+                                 gate, out)
             finally:
                 if bar is not None:
                     bar.close()

@@ -9,7 +9,8 @@ only the modules it needs):
 - `official`: the bridge to bfcl-eval's multi-turn checker (recorded results scored as it scores them);
 - `official_decode`: bfcl-eval's decoder of Python-call answers, rule for rule, without its `eval`;
 - `truth`: the ground truth as the calls a perfect model makes;
-- `multiturn`: the multi-turn categories played as episodes (BFCL's turns, executor and checker).
+- `multiturn`: the multi-turn categories played as episodes (BFCL's turns, executor and checker);
+- `memory`: the memory categories (prerequisite conversations, snapshots, the agentic checker).
 
 The names below are the family's public ones (`from tooltune.evaluation import bfcl`).
 """
@@ -19,10 +20,12 @@ from tooltune.evaluation.bfcl.data import (
     CATEGORY_GROUPS,
     IMPOSSIBLE_ENTRIES,
     LIVE_AST,
+    MEMORY,
     MULTI_TURN,
     NON_LIVE_AST,
     RELEVANCE,
     SINGLE_TURN_AST,
+    WEB_SEARCH,
     BfclEntry,
     data_files,
     entry_sample,
@@ -40,11 +43,13 @@ __all__ = [
     "FORMULAS",
     "IMPOSSIBLE_ENTRIES",
     "LIVE_AST",
+    "MEMORY",
     "MULTI_TURN",
     "NAME_STYLES",
     "NON_LIVE_AST",
     "RELEVANCE",
     "SINGLE_TURN_AST",
+    "WEB_SEARCH",
     "BfclEntry",
     "SingleTurnScorer",
     "data_files",

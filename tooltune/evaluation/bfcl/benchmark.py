@@ -22,10 +22,13 @@ from tooltune.evaluation.benchmark import (
     register_benchmark,
     single_turn_task,
 )
+from tooltune.evaluation.bfcl.data import MEMORY
+from tooltune.evaluation.bfcl.memory import RESULT_FOLDER, is_memory_id, load_memory, run_memory, score_memory
+from tooltune.evaluation.bfcl.memory import scripted_policy as memory_policy
 from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
 from tooltune.evaluation.bfcl.official import score_multi_turn
 from tooltune.evaluation.protocol import Controls
-from tooltune.generation import GenerationRequest
+from tooltune.generation import GenerationRequest, MissingPrediction
 from tooltune.prompts import render_answer
 from tooltune.schema import Scoring, ToolCall
 
@@ -45,7 +48,10 @@ LEADERBOARD_COLUMNS = (("Non-live", "leaderboard.non_live"), ("Live", "leaderboa
 ACE_LEFT_OUT = {
     "live_relevance": "any call passes: no single correct call list",
     **{c: "multi-turn conversations are not single-turn entries" for c in bfcl.MULTI_TURN},
+    **{c: "memory questions are answered in text after memory calls" for c in MEMORY},
 }
+EPISODES = bfcl.MULTI_TURN + MEMORY
+"""Categories played as conversations on the episode loop."""
 
 
 def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n1",
@@ -56,7 +62,7 @@ def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n
     live_relevance (any call passes): a call of the first offered function."""
     answers, multi = {}, []
     for e in bfcl.load_entries(bfcl.expand_categories(categories)):
-        if e.category in bfcl.MULTI_TURN:
+        if e.category in EPISODES:
             multi.append(e)
         elif "irrelevance" in e.category:
             answers[e.id] = render_answer([], template)
@@ -66,6 +72,40 @@ def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n
         else:
             answers[e.id] = render_answer(bfcl.ground_truth_calls(e, name_style), template)
     return answers, multi
+
+
+def _run_episodes(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> None:
+    """Memory questions (`_run_memory`), then multi-turn entries (`_run_multi_turn`)."""
+    memory = [e for e in entries if e.category in MEMORY]
+    if memory:
+        _run_memory(memory, context)
+    multi = [e for e in entries if e.category not in MEMORY]
+    if multi:
+        _run_multi_turn(multi, context)
+
+
+def _config(context: EpisodeContext) -> MultiTurnConfig:
+    controls, sampling = context.controls, context.sampling
+    return MultiTurnConfig(controls.prompt_template, controls.mode, controls.history,
+                           controls.keep_reasoning, controls.system_text(), sampling.temperature,
+                           sampling.max_new_tokens, context.seed)
+
+
+def _run_memory(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> None:
+    """Memory questions: a predictions file is read as bfcl-eval reads a result file (the recorded steps
+    are the result; its prerequisite conversations mattered only when it was generated); otherwise the
+    prerequisite conversations and the questions are played (`memory.run_memory`), with the seed's
+    snapshots under the run folder. Verdicts are BFCL's agentic checker's in both scoring modes."""
+    controls = context.controls
+    predictions = getattr(context.backend, "predictions", None)
+    if isinstance(predictions, dict):
+        for e in entries:
+            result = predictions[e.id]
+            context.record(score_memory(e, result, controls.prompt_template, controls.mode), result)
+        return
+    folder = None if context.run_dir is None else context.run_dir / RESULT_FOLDER / f"seed{context.seed}"
+    run_memory(entries, context.backend, _config(context), context.record, folder,
+               parallel=context.sampling.batch_size)
 
 
 def _run_multi_turn(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> None:
@@ -81,10 +121,7 @@ def _run_multi_turn(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> N
             context.record(score_multi_turn(e, result, controls.prompt_template, controls.mode,
                                             controls.name_style, scoring=Scoring.OFFICIAL), result)
         return
-    cfg = MultiTurnConfig(controls.prompt_template, controls.mode, controls.history,
-                          controls.keep_reasoning, controls.system_text(), sampling.temperature,
-                          sampling.max_new_tokens, context.seed)
-    run_multi_turn(entries, context.backend, cfg, context.record, parallel=sampling.batch_size,
+    run_multi_turn(entries, context.backend, _config(context), context.record, parallel=sampling.batch_size,
                    scoring=controls.scoring)
 
 
@@ -106,17 +143,29 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
         scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
         tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
                                   lambda text, e=e: scorer.score(e, text))
-                 for e in entries if e.category not in bfcl.MULTI_TURN]
-        multi = [e for e in entries if e.category in bfcl.MULTI_TURN]
-        return Prepared(tasks, bfcl.data_files(cats), multi, _run_multi_turn)
+                 for e in entries if e.category not in EPISODES]
+        episodes = [e for e in entries if e.category in EPISODES]
+        return Prepared(tasks, bfcl.data_files(cats), episodes, _run_episodes)
 
     def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return bfcl.scores(records)
 
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
-        answers, multi = bfcl_answers(categories, controls.prompt_template, controls.name_style)
-        return answer_policy(answers, scripted_policy(multi, controls.prompt_template) if multi else None)
+        answers, episodes = bfcl_answers(categories, controls.prompt_template, controls.name_style)
+        multi = [e for e in episodes if e.category not in MEMORY]
+        memory = sorted({e.category for e in episodes if e.category in MEMORY})
+        players = {"multi": scripted_policy(multi, controls.prompt_template) if multi else None,
+                   "memory": memory_policy({c: load_memory(c) for c in memory}, controls.prompt_template)
+                   if memory else None}
+
+        def play(r: GenerationRequest) -> str:
+            player = players["memory"] if is_memory_id(r.id) else players["multi"]
+            if player is None:
+                raise MissingPrediction(f"no ground truth for id {r.id!r}")
+            return player(r)
+
+        return answer_policy(answers, play)
 
     def ace_gold(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                  ) -> AceGold:

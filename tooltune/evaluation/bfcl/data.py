@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tooltune.config import unknown_name
+from tooltune.config import ConfigError, unknown_name
 from tooltune.data.sources.types import tool_spec_from_source
 from tooltune.environments.bfcl import bfcl_environment
 from tooltune.evaluation.bfcl.truth import single_turn_calls
@@ -26,10 +26,14 @@ LIVE_AST = ("live_simple", "live_multiple", "live_parallel", "live_parallel_mult
 SINGLE_TURN_AST = NON_LIVE_AST + LIVE_AST
 RELEVANCE = ("irrelevance", "live_irrelevance", "live_relevance")
 MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
-ALL_CATEGORIES = SINGLE_TURN_AST + RELEVANCE + MULTI_TURN
+MEMORY = ("memory_kv", "memory_vector", "memory_rec_sum")
+WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
+"""BFCL's web-search categories: they need SerpAPI and live web pages, so they never run here."""
+ALL_CATEGORIES = SINGLE_TURN_AST + RELEVANCE + MULTI_TURN + MEMORY
 CATEGORY_GROUPS = {"all": ALL_CATEGORIES, "single_turn": SINGLE_TURN_AST + RELEVANCE, "ast": SINGLE_TURN_AST,
                    "non_live": NON_LIVE_AST + ("irrelevance",), "live": LIVE_AST + RELEVANCE[1:],
-                   "relevance": RELEVANCE, "multi_turn": MULTI_TURN}
+                   "relevance": RELEVANCE, "multi_turn": MULTI_TURN, "memory": MEMORY, "agentic": MEMORY}
+"""Groups of categories; `agentic` is BFCL's agentic group without web search (which cannot run offline)."""
 
 IMPOSSIBLE_ENTRIES = ("live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_862-181-3",
                       "live_multiple_964-207-0", "simple_java_36", "simple_java_65")
@@ -49,6 +53,9 @@ def expand_categories(spec: str | Iterable[str] | None) -> list[str]:
     for item in (i.strip() for i in items if i.strip()):
         names = CATEGORY_GROUPS.get(item, (item,))
         for name in names:
+            if name in WEB_SEARCH:
+                raise ConfigError(f"categories: {name} needs SerpAPI and live web pages (internet access): "
+                                  "it cannot run offline, and tooltune does not run it")
             if name not in ALL_CATEGORIES:
                 raise unknown_name("categories", "BFCL category", name, [*ALL_CATEGORIES, *CATEGORY_GROUPS])
             if name not in out:
@@ -80,6 +87,11 @@ def load_entries(categories: Iterable[str]) -> list[BfclEntry]:
     out = []
     for cat in categories:
         entries = load_dataset_entry(cat, include_prereq=False)
+        if cat in MEMORY:  # questions only (the prerequisite conversations: `memory.load_memory`)
+            truths = {t["id"].replace("memory", cat, 1): t["ground_truth"]
+                      for t in load_ground_truth_entry(cat)}
+            out += [BfclEntry(e["id"], cat, e, truths[e["id"]], e.get("function")) for e in entries]
+            continue
         # The checker gets the docs without hints (hints retype Java/JS parameters); multi-turn needs none.
         plain = entries if cat in MULTI_TURN else load_dataset_entry(
             cat, include_prereq=False, include_language_specific_hint=False)
@@ -132,6 +144,13 @@ def data_files(categories: Iterable[str]) -> list[str]:
     root = os.path.join(list(spec.submodule_search_locations)[0], "data")
     out = []
     for c in categories:
+        if c in MEMORY:
+            prereq = os.path.join(root, "memory_prereq_conversation")
+            out += [os.path.join(root, "BFCL_v4_memory.json"),
+                    os.path.join(root, "possible_answer", "BFCL_v4_memory.json"),
+                    *sorted(os.path.join(prereq, f) for f in os.listdir(prereq)),
+                    os.path.join(root, "multi_turn_func_doc", f"{c}.json")]
+            continue
         for folder in (root, os.path.join(root, "possible_answer")):
             path = os.path.join(folder, f"BFCL_v4_{c}.json")
             if os.path.exists(path):

@@ -170,7 +170,8 @@ class MultiTurnRun(EpisodeRun):
         return check_decoded(self.e, self.decoded, self.model_name, forget=False)
 
 
-def _forget_instances(model_name: str, entry_id: str) -> None:
+def forget_entry(model_name: str, entry_id: str) -> None:
+    """Delete the instances BFCL's executor cached for one entry under `model_name`."""
 
     # deferred: bfcl-eval loads every model handler at import (seconds)
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
@@ -204,7 +205,7 @@ def run_multi_turn(
         else:
             verdict = run.verdict()
         on_verdict(verdict, run.raw)
-        _forget_instances(model_name, run.e.id)
+        forget_entry(model_name, run.e.id)
         if progress is not None:
             progress.update(1)
 
