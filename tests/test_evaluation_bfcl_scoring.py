@@ -127,7 +127,16 @@ def test_summary_formulas() -> None:
     lb = s["leaderboard"]
     assert lb["non_live"] == pytest.approx(non_live) and lb["live"] == pytest.approx(live)
     assert lb["hallucination"] == pytest.approx(halluc) and lb["multi_turn"] == pytest.approx(multi)
-    assert lb["overall"] == pytest.approx(0.1 * non_live + 0.1 * live + 0.1 * halluc + 0.3 * multi)
+    assert lb["overall"] is None and lb["agentic"] is None and lb["web_search"] is None  # needs web search
+    assert lb["memory"] is None and lb["overall_ceiling"] == 0.6
+    assert lb["overall_partial"] == pytest.approx(0.1 * non_live + 0.1 * live + 0.1 * halluc + 0.3 * multi)
+    memory = [{"id": f"{c}_{i}", "category": c, "valid": i < k} for c, k in zip(bfcl.MEMORY, (1, 2, 3))
+              for i in range(4)]
+    lb = bfcl.scores(recs + memory)["leaderboard"]
+    assert lb["memory"] == pytest.approx(0.5) and lb["overall_ceiling"] == 0.8
+    assert lb["overall_partial"] == pytest.approx(
+        0.1 * non_live + 0.1 * live + 0.1 * halluc + 0.3 * multi + 0.4 * 0.5 / 2)
+    assert bfcl.scores(memory)["leaderboard"]["overall_partial"] is None
     assert s["table2"]["overall"] == pytest.approx((non_live + live) / 2)
     assert bfcl.scores(recs[:3])["leaderboard"]["non_live"] is None
     # R2IF's columns: non-live, live, irrelevance (irrelevance + live_irrelevance) and their mean
@@ -146,4 +155,26 @@ def test_any_completion_is_scored_without_raising(single_entries, text: str) -> 
     for key in ("simple_python_0", "parallel_0", "irrelevance_0", "simple_java_0"):
         v = bfcl.SingleTurnScorer("python").score(single_entries[key], text)
         assert isinstance(v.valid, bool)
+
+
+@pytest.mark.parametrize("with_memory", [True, False])
+def test_partial_overall_equals_bfcl_evals_leaderboard_table(tmp_path, with_memory: bool) -> None:
+    """bfcl-eval's own leaderboard table (`generate_leaderboard_csv`) from the same category scores, web
+    search absent (counted 0 there): its overall is our `overall_partial`."""
+    import random
+
+    import pandas as pd
+    from bfcl_eval.eval_checker.eval_runner_helper import generate_leaderboard_csv
+
+    rng = random.Random(int(with_memory))
+    cats = [c for c in bfcl.ALL_CATEGORIES if with_memory or c not in bfcl.MEMORY]
+    sizes = {c: rng.randint(3, 12) for c in cats}
+    right = {c: rng.randint(0, n) for c, n in sizes.items()}
+    recs = [{"id": f"{c}_{i}", "category": c, "valid": i < right[c]} for c in cats for i in range(sizes[c])]
+    table = {"Qwen_Qwen3-8B-FC": {c: {"accuracy": right[c] / sizes[c], "total_count": sizes[c]}
+                                  for c in cats}}
+    generate_leaderboard_csv(table, tmp_path)
+    theirs = pd.read_csv(tmp_path / "data_overall.csv").iloc[0]["Overall Acc"]
+    ours = bfcl.scores(recs)["leaderboard"]["overall_partial"]
+    assert f"{100 * ours:.2f}%" == theirs
 

@@ -75,3 +75,17 @@ def test_the_report_states_the_subset_and_each_scores_standard_error(tmp_path: P
             "(multiple 20/200, simple_python 20/400)") in text
     assert "| simple_python | 50.0 | 11.5 | 20 |" in text and "| multiple | 25.0 | 9.9 | 20 |" in text
     assert "| 25.0 (SE 9.9) |" in text  # the Table-2 cell of non-live multiple
+
+
+def test_bfcl_v4_parts_not_run_offline_are_named_and_the_overall_labelled_partial(tmp_path: Path) -> None:
+    run = _run(tmp_path / "v4", "bfcl", {"memory_kv": (0.5, 155), "multiple": (0.25, 200)})
+    summary = json.loads((run / "summary.json").read_text())
+    summary["mean_std"].update({k: {"mean": v, "std": 0.0, "n": 1} for k, v in
+                                {"leaderboard.memory": 0.5, "leaderboard.overall_partial": 0.42,
+                                 "leaderboard.overall_ceiling": 0.8}.items()})
+    (run / "summary.json").write_text(json.dumps(summary))
+    text = write_report([run], tmp_path / "rep" / "r.md").read_text()
+    assert "| 50.0 | not run (needs internet) | not computed (needs web search) | not computed (needs web " \
+           "search) |" in text
+    assert "## BFCL v4 overall offline: partial, NOT the leaderboard's overall (%)" in text
+    assert "| 42.0 | 80.0 |" in text

@@ -200,6 +200,9 @@ class Benchmark(abc.ABC):
     """How each aggregate in `scores` is computed (written into summary.json and the report)."""
     report_tables: ClassVar[tuple[tuple[str, tuple[tuple[str, str], ...]], ...]] = ()
     """(title, ((column, summary key), ...)) tables the report draws for runs of this benchmark."""
+    report_not_run: ClassVar[Mapping[str, str]] = {}
+    """Summary keys of those tables that are never computed (a part that cannot run here), with the text
+    the report shows in their place."""
 
     def data_dir(self, data_dir: str | os.PathLike | None = None) -> Path | None:
         """The benchmark's data folder (`benchmark_data_dir`), None when its data ships with a package."""

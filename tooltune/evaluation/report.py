@@ -18,7 +18,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +55,15 @@ def _label(run: dict[str, Any]) -> str:
     return f"{model} ({m.get('template', '?')}, {scoring} scoring)"
 
 
-def _table(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> list[str]:
+def _table(runs: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]],
+           not_run: Mapping[str, str] | None = None) -> list[str]:
+    """One row per run; a key in `not_run` without a value shows its text (a part that cannot run)."""
+    not_run = not_run or {}
     lines = ["| Run | " + " | ".join(c for c, _ in columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for r in runs:
         ms = r["summary"].get("mean_std", {})
-        cells = [_cell(ms, k) + (f" (SE {s})" if (s := _se_cell(r["summary"], k)) != "–" else "")
+        cells = [not_run[k] if k in not_run and ms.get(k) is None else
+                 _cell(ms, k) + (f" (SE {s})" if (s := _se_cell(r["summary"], k)) != "–" else "")
                  for _, k in columns]
         lines.append(f"| {_label(r)} | " + " | ".join(cells) + " |")
     return lines
@@ -136,7 +140,7 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
             if not _has_values(bench_runs, columns):  # none of its columns was run: no table of dashes
                 lines += [f"## {title}", "", "None of this table's columns was run.", ""]
                 continue
-            lines += [f"## {title}", "", *_table(bench_runs, columns), ""]
+            lines += [f"## {title}", "", *_table(bench_runs, columns, bench.report_not_run), ""]
         formulas = bench_runs[0]["summary"].get("formulas", {})
         lines += [f"- **{k}** = {v}" for k, v in formulas.items()] + [""]
     modes = sorted({(r["manifest"].get("controls") or {}).get("scoring") or "unrecorded" for r in runs})

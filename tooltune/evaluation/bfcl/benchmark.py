@@ -43,7 +43,15 @@ TABLE2_COLUMNS = (
 )
 LEADERBOARD_COLUMNS = (("Non-live", "leaderboard.non_live"), ("Live", "leaderboard.live"),
                        ("Hallucination", "leaderboard.hallucination"), ("Relevance", "leaderboard.relevance"),
-                       ("Multi-turn", "leaderboard.multi_turn"), ("Overall", "leaderboard.overall"))
+                       ("Multi-turn", "leaderboard.multi_turn"), ("Memory", "leaderboard.memory"),
+                       ("Web search", "leaderboard.web_search"), ("Agentic", "leaderboard.agentic"),
+                       ("Overall (v4)", "leaderboard.overall"))
+PARTIAL_COLUMNS = (("Overall, partial (web search counted 0)", "leaderboard.overall_partial"),
+                   ("Highest possible partial", "leaderboard.overall_ceiling"))
+NOT_RUN = {"leaderboard.web_search": "not run (needs internet)",
+           "leaderboard.agentic": "not computed (needs web search)",
+           "leaderboard.overall": "not computed (needs web search)"}
+"""Summary keys that are never computed offline, with what the report shows in their place."""
 
 ACE_LEFT_OUT = {
     "live_relevance": "any call passes: no single correct call list",
@@ -134,7 +142,9 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
     scoring_packages = ("tooltune", "bfcl-eval")
     formulas = bfcl.FORMULAS
     report_tables = (("BFCL (Tool-N1 Table 2 columns, %)", TABLE2_COLUMNS),
-                     ("BFCL (current leaderboard aggregates, %)", LEADERBOARD_COLUMNS))
+                     ("BFCL v4 (leaderboard aggregates, %)", LEADERBOARD_COLUMNS),
+                     ("BFCL v4 overall offline: partial, NOT the leaderboard's overall (%)", PARTIAL_COLUMNS))
+    report_not_run = NOT_RUN
 
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Prepared[bfcl.BfclEntry]:
