@@ -1,9 +1,9 @@
 """A short GRPO sweep from one SFT warm start: each arm a branch of a quickstart run, judged on validation.
 
-Every arm is `tooltune quickstart --branch-from SOURCE` with its own `train.grpo.*` / `train.reward.*`
-settings and `train.grpo.max_steps` from the sweep file, stopped after its GRPO stage: the same warm
-start, data and validation split for all arms, so they differ only in what the sweep file says. An arm
-is judged by what its own run measured, never by a benchmark:
+Every arm is `tooltune quickstart --branch-from SOURCE` with its own `train.grpo.*`, `train.reward.*`,
+`train.filter.*` or `train.downsample.*` settings and `train.grpo.max_steps` from the sweep file,
+stopped after its GRPO stage: the same warm start, data and validation split for all arms, so they
+differ only in what the sweep file says. An arm is judged by what its own run measured, never by a benchmark:
 
 - validation: greedy exact match (the binary reward) on the run's validation split before GRPO and at
   its end (`train.diagnostics`), with its standard error;
@@ -35,7 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-HELDOUT = "tooltune/heldout_exact_match"
+from tooltune.quickstart.branch import BRANCH_KEYS  # noqa: E402 (after the path insert)
 
 
 def read_arms(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
@@ -49,10 +49,11 @@ def read_arms(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
     for name, settings in arms.items():
         if not isinstance(settings, dict):
             raise ValueError(f"{path}: arm {name!r} must be a mapping of dotted settings")
-        bad = [k for k in settings if not str(k).startswith(("train.grpo.", "train.reward."))]
+        bad = [k for k in settings if not str(k).startswith(BRANCH_KEYS)]
         if bad:
-            raise ValueError(f"{path}: arm {name!r} sets {', '.join(bad)}; an arm may set only train.grpo.* "
-                             "and train.reward.* (the warm start it shares reads the rest)")
+            allowed = ", ".join(k + "*" for k in BRANCH_KEYS)
+            raise ValueError(f"{path}: arm {name!r} sets {', '.join(bad)}; an arm may set only {allowed} "
+                             "(the warm start it shares reads the rest)")
     return steps, arms
 
 

@@ -8,13 +8,13 @@ data, the models and the evaluations of the checkpoints before GRPO. The pipelin
 the later stages with the new settings, and an evaluation before GRPO that `src` has not finished (it
 reads only settings both runs share); every other stage before GRPO must be finished in `src`.
 
-Only settings that no earlier stage reads may differ: those under `train.reward` and `train.grpo`
-(`BRANCH_KEYS`). Any other difference is refused, naming each key with both values. Files are hard
-links where the file system allows (no extra disk; no stage rewrites a finished file) and copies
-otherwise. Paths to `src` inside the copied stage files are rewritten to the new folder, so the new
-folder does not depend on `src` afterwards. `branch.json` in the new folder records the source, the
-copied stages and the differences, and the report states them. Branching again into a folder that is
-already branched from the same source resumes: only missing files are copied.
+Only settings that no earlier stage reads may differ: those under `train.reward`, `train.grpo`,
+`train.filter` and `train.downsample` (`BRANCH_KEYS`). Any other difference is refused, naming each key
+with both values. Files are hard links where the file system allows (no extra disk; no stage rewrites a
+finished file) and copies otherwise. Paths to `src` inside the copied stage files are rewritten to the
+new folder, so the new folder does not depend on `src` afterwards. `branch.json` in the new folder
+records the source, the copied stages and the differences, and the report states them. Branching again
+into a folder that is already branched from the same source resumes: only missing files are copied.
 """
 
 from __future__ import annotations
@@ -37,9 +37,15 @@ logger = logging.getLogger(__name__)
 
 BRANCH_POINT = "grpo"
 """The first stage a branch runs itself."""
-BRANCH_KEYS = ("train.reward.", "train.grpo.")
+BRANCH_KEYS = ("train.reward.", "train.grpo.", "train.filter.", "train.downsample.")
 """Settings (dotted prefixes) a branch may change: no stage before `BRANCH_POINT` reads them."""
 BRANCH_FILE = "branch.json"
+
+
+def _keys() -> str:
+    """`BRANCH_KEYS` as a sentence: "train.reward, train.grpo, ... and train.downsample"."""
+    names = [k.rstrip(".") for k in BRANCH_KEYS]
+    return ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 def _link_tree(src: Path, dst: Path) -> int:
@@ -109,7 +115,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
     diffs = setting_differences(src, cfg)
     fixed = [d for d in diffs if not d.startswith(BRANCH_KEYS)]
     if fixed:
-        raise ConfigError(f"--branch-from {src}: only the settings under train.reward and train.grpo may "
+        raise ConfigError(f"--branch-from {src}: only the settings under {_keys()} may "
                           f"differ from the run a branch starts from (the stages it shares read the others); "
                           f"{len(fixed)} differ, the source's value vs this run's: {'; '.join(fixed)}")
     if not diffs:

@@ -41,8 +41,8 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="start --out from the finished stages before GRPO of the quickstart run in DIR (its data, "
         "warm start and their evaluations; hard links) and run GRPO and the later stages with these "
-        "settings: a GRPO ablation from the same warm start. Only train.reward.* and train.grpo.* may "
-        "differ from DIR's settings",
+        "settings: a GRPO ablation from the same warm start. Only train.reward.*, train.grpo.*, "
+        "train.filter.* and train.downsample.* may differ from DIR's settings",
     )
     add_arguments(p, QuickstartConfig, exclude=tuple(DERIVED), title="settings (override --config)")
     p.set_defaults(func=_handle)
