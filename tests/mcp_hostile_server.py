@@ -13,7 +13,10 @@ JSON body per POST. ``--mode`` picks the misbehaviour:
 - ``slow``: tool ``wait(seconds)`` answers after sleeping, with the wall-clock times it started and
   ended;
 - ``noisy``: writes 20 MB to stderr before it serves; tool ``crash`` writes a last line to stderr
-  and exits.
+  and exits;
+- ``deep``: lists ``echo`` and ``deep``, whose input schema nests 10,000 properties (20,001 JSON
+  levels; written without recursion);
+- ``paging``: every tools/list page holds ``echo`` and ``page`` and names a next cursor, for ever.
 
 Over HTTP a JSON body carries Content-Length unless ``--unsized``; ``--sse`` answers with an SSE event.
 
@@ -44,6 +47,14 @@ def _deep(levels: int) -> dict[str, Any]:
     for _ in range(levels):
         schema = {"type": "object", "properties": {"a": schema}}
     return schema
+
+
+DEEP_LEVELS = 10_000
+
+
+def deep_schema_json(levels: int) -> str:
+    """The JSON text of `_deep(levels)`, built as text (json.dumps would recurse once per level)."""
+    return '{"type": "object", "properties": {"a": ' * levels + '{"type": "object"}' + "}}" * levels
 
 
 def tools(mode: str) -> list[dict[str, Any]]:
@@ -82,8 +93,22 @@ def answer(request: dict[str, Any], mode: str, out: BinaryIO, on_length: Any = N
                        "cacheScope": "private", "ttlMs": 0,
                        "serverInfo": {"name": "hostile", "version": "0"},
                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "hostile", "version": "0"}}}
+    elif method == "tools/list" and mode == "deep":
+        listed = ('{"tools": [' + json.dumps(tools(mode)[0]) + ', {"name": "deep", "inputSchema": '
+                  + deep_schema_json(DEEP_LEVELS) + '}], "resultType": "complete", "cacheScope": "private", '
+                  '"ttlMs": 0}')
+        body = head + b',"result":' + listed.encode() + b"}\n"
+        if on_length is not None:
+            on_length(len(body))
+        out.write(body)
+        out.flush()
+        return
     elif method == "tools/list":
         result = {"tools": tools(mode), "resultType": "complete", "cacheScope": "private", "ttlMs": 0}
+        if mode == "paging":
+            page = int((request.get("params") or {}).get("cursor") or 0)
+            result["tools"].append({"name": "page", "inputSchema": {"type": "object"}})
+            result["nextCursor"] = str(page + 1)
     elif method == "tools/call":
         name = request["params"]["name"]
         args = request["params"].get("arguments") or {}

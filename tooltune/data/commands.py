@@ -234,7 +234,8 @@ def _mcp_tasks(args: argparse.Namespace) -> int:
     for lineno, reason in report.rejected:
         print(f"{args.tasks}:{lineno}: {reason}")
     print(f"{len(report.tasks)} task(s) accepted, {len(report.rejected)} rejected, checked against the "
-          f"{len(report.tools)} tools of {server.describe()}")
+          f"{len(report.tools)} tools of {server.describe()}" + (f" ({report.tools_cut})" if report.tools_cut
+                                                                 else ""))
     if args.out:
         n = write_jsonl(report.tasks, args.out)
         print(f"wrote {n} mcp tasks to {args.out}")

@@ -42,11 +42,13 @@ SHORT_FIELDS = ("id", "prompt", "messages", "tools", "answer", "reset", "prepare
 @dataclass
 class McpTaskReport:
     """What `check_tasks` found: the accepted tasks, the rejected lines (number, reason) and the server's
-    tools they were checked against."""
+    tools they were checked against (each name once), and why that list is incomplete ('' when it is
+    whole: `McpConnection.list_cut`)."""
 
     tasks: list[Sample] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)
     tools: list[ToolSpec] = field(default_factory=list)
+    tools_cut: str = ""
 
     @property
     def ok(self) -> bool:
@@ -158,4 +160,6 @@ def check_task_file(path: str, server: str | McpServer, settings: McpSettings | 
         tools = conn.list_tools()
     finally:
         conn.close()
-    return check_tasks(path, server, tools)
+    report = check_tasks(path, server, tools)
+    report.tools_cut = conn.list_cut
+    return report

@@ -105,7 +105,8 @@ class FailureGate:
         if 0 <= limit < self.failed:
             self.flush(record)
             record(rec)
-            raise TooManyFailures(f"{self.failed} entries failed to generate, more than --max-failed "
+            entries = "entry" if self.failed == 1 else "entries"
+            raise TooManyFailures(f"{self.failed} {entries} failed to generate, more than --max-failed "
                                   f"{limit}; the last: {rec['id']}: {rec['error']}; the run stopped (what is "
                                   "written is kept: --resume continues, --retry-failed asks the failed "
                                   "entries again)")

@@ -168,6 +168,8 @@ class McpConnection:
         """The end of a command server's stderr (the reason a dead server gives quotes it)."""
         self._loop: _LoopThread | None = None
         self._tools: list[ToolSpec] | None = None
+        self.list_cut = ""
+        """Why the tool list is incomplete ('' when it is whole): it was still paging at `MAX_TOOL_PAGES`."""
         self.closed = False
         self.episodes = 0
         """Episodes this connection served before (counted by `ConnectionPool.give`)."""
@@ -322,8 +324,9 @@ class McpConnection:
 
     def list_tools(self) -> list[ToolSpec]:
         """The server's tools as `ToolSpec`s (name, description, input schema), every page, listed once per
-        connection; a tool with a bad input schema (`schema.tool_problem`) is left out with a
-        one-line warning naming it and why."""
+        connection, each name once; a tool with a bad input schema (`schema.tool_problem`) is left out with
+        a one-line warning naming it and why, and a list cut after `MAX_TOOL_PAGES` pages says so
+        (`list_cut`)."""
         if self._tools is None:
             client = self.wait_ready()
             self._tools = self._wait(self._list_tools(client), LIST_CALLS * self.call_seconds + _GRACE,
@@ -331,16 +334,22 @@ class McpConnection:
         return list(self._tools)
 
     async def _list_tools(self, client: Any) -> list[ToolSpec]:
-        out: list[ToolSpec] = []
-        cursor = None
+        """Every page of the tool list, each name once (the first listing of a name wins); a list still
+        paging after `MAX_TOOL_PAGES` pages is cut there, with a warning that says so (`list_cut`)."""
+        out: dict[str, ToolSpec] = {}
+        cursor, pages, repeated = None, 0, 0
         try:
-            for _ in range(MAX_TOOL_PAGES):
+            while pages < MAX_TOOL_PAGES:
                 page = await client.list_tools(cursor=cursor)
+                pages += 1
                 for tool in page.tools:
+                    if tool.name in out:
+                        repeated += 1
+                        continue
                     raw = {"name": tool.name, "description": tool.description or "",
                            "parameters": tool.input_schema}
                     try:
-                        out.append(ToolSpec.from_dict(raw, f"tool {tool.name!r:.80}"))
+                        out[tool.name] = ToolSpec.from_dict(raw, f"tool {tool.name!r:.80}")
                     except SchemaError as e:
                         logger.warning("MCP server %r: tool %r left out: %s", self.server.describe(),
                                        tool.name[:80], e)
@@ -349,7 +358,14 @@ class McpConnection:
                     break
         except Exception as e:
             raise McpUnavailable(self._mark(f"tools/list failed: {_describe(e)}")) from None
-        return out
+        if cursor:
+            self.list_cut = (f"the tool list was cut after {pages} pages (it was still paging): "
+                             f"{len(out)} distinct tools read, {repeated} listed again")
+            logger.warning("MCP server %r: %s", self.server.describe(), self.list_cut)
+        elif repeated:
+            logger.warning("MCP server %r: %d tools listed more than once; each kept once",
+                           self.server.describe(), repeated)
+        return list(out.values())
 
     def _abort(self) -> None:
         """On the loop: end the session (or the start in progress)."""

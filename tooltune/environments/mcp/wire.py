@@ -8,8 +8,12 @@ first `HEAD_BYTES` and last `TAIL_BYTES` are kept and the rest is counted, not s
 `Wire` is one connection's view of the traffic: it notes each request the client sends (its id and
 method) and turns each message the server sends into what the SDK's session reads:
 
-- a message within the cap goes on as it is; the answer to a tools/list request first has its bad
-  tools left out (`tooltune.environments.mcp.schema.screen_tools`);
+- a message within the cap goes on as it is, but for values nested deeper than `MESSAGE_DEPTH` levels:
+  each is replaced, before anything decodes the message, by a string that says how deep it went
+  (`schema.deep_marker`; found in one linear scan of the bytes, no recursion), since every JSON decoder
+  on the way (Python's, the SDK's) recurses once per level and would fail the whole message; the
+  answer to a tools/list request then has its bad tools left out, a tool too deep among them, with
+  its depth (`tooltune.environments.mcp.schema.screen_tools`);
 - a message over the cap becomes, for a tools/call request, a result whose text is the start of the
   server's text cut there, with ``_meta["tooltune/cut_bytes"]`` giving the full size of the answer
   (the environment notes it in the tool message); for any other request, a JSON-RPC error saying how
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tooltune.environments.mcp.data import CUT_KEY
-from tooltune.environments.mcp.schema import screen_tools
+from tooltune.environments.mcp.schema import deep_marker, screen_tools
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,10 @@ TAIL_BYTES = 512
 """Bytes kept from the end of a message over the cap (where a server may write the request id)."""
 MAX_PENDING = 1000
 """Unanswered requests remembered per connection (abandoned ones are forgotten oldest first)."""
+MESSAGE_DEPTH = 100
+"""Deepest nesting of objects and lists passed on in one message (a tool's input schema sits 5 levels
+down; the SDK's decoder refuses about 200)."""
+_TOKENS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # a whole string, or a bracket
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,37 @@ _TEXT_START = re.compile(rb'"text"\s*:\s*"')
 _STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*')  # unrolled: the matcher keeps state per escape only
 
 
+def bounded_depth(message: bytes, limit: int = MESSAGE_DEPTH) -> bytes:
+    """`message` with every value nested deeper than `limit` levels replaced by `schema.deep_marker` of
+    its depth (module docstring); the message itself when nothing is that deep. Linear in its length."""
+    if message.count(b"[") + message.count(b"{") <= limit:
+        return message
+    out: list[bytes] = []
+    depth = deepest = 0
+    start = last = -1
+    for m in _TOKENS.finditer(message):
+        c = message[m.start()]
+        if c == 0x22:  # a string: nothing in it counts
+            continue
+        if c in b"[{":
+            depth += 1
+            if depth == limit + 1:
+                start, deepest = m.start(), depth
+            deepest = max(deepest, depth)
+        else:
+            if depth == limit + 1 and start >= 0:
+                out += [message[max(last, 0):start], json.dumps(deep_marker(deepest - limit)).encode()]
+                last, start = m.end(), -1
+            depth -= 1
+    if start >= 0:  # never closed: not JSON anyway; what follows the cut is dropped
+        out += [message[max(last, 0):start], json.dumps(deep_marker(deepest - limit)).encode()]
+        return b"".join(out)
+    if last < 0:
+        return message
+    out.append(message[last:])
+    return b"".join(out)
+
+
 def _head_id(head: bytes) -> Any:
     """The ``id`` of a message whose start is `head`, read from the top-level members before
     ``result`` or ``error``, or None."""
@@ -141,7 +180,7 @@ def _head_id(head: bytes) -> Any:
             value, i = decoder.raw_decode(text, i)
             if key == "id":
                 return value
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return None
 
 
@@ -204,6 +243,7 @@ class Wire:
             return None
         if message.lstrip()[:1] not in (b"{", b"["):
             return self.violation(message)
+        message = bounded_depth(message)
         ident = _head_id(message)
         method = self.pending.pop(ident, None) if ident is not None else None
         if method != "tools/list":
