@@ -9,12 +9,13 @@ the later stages with the new settings, and an evaluation before GRPO that `src`
 reads only settings both runs share); every other stage before GRPO must be finished in `src`.
 
 Only settings that no earlier stage reads may differ: those under `train.reward`, `train.grpo`,
-`train.filter` and `train.downsample` (`BRANCH_KEYS`). Any other difference is refused, naming each key
-with both values. Files are hard links where the file system allows (no extra disk; no stage rewrites a
-finished file) and copies otherwise. Paths to `src` inside the copied stage files are rewritten to the
-new folder, so the new folder does not depend on `src` afterwards. `branch.json` in the new folder
-records the source, the copied stages and the differences, and the report states them. Branching again
-into a folder that is already branched from the same source resumes: only missing files are copied.
+`train.filter`, `train.downsample` and `train.diagnostics.eval_every` (`BRANCH_KEYS`). Any other
+difference is refused, naming each key with both values. Files are hard links where the file system
+allows (no extra disk; no stage rewrites a finished file) and copies otherwise. Paths to `src` inside
+the copied stage files are rewritten to the new folder, so the new folder does not depend on `src`
+afterwards. `branch.json` in the new folder records the source, the copied stages and the differences,
+and the report states them. Branching again into a folder that is already branched from the same source
+resumes: only missing files are copied.
 """
 
 from __future__ import annotations
@@ -37,14 +38,17 @@ logger = logging.getLogger(__name__)
 
 BRANCH_POINT = "grpo"
 """The first stage a branch runs itself."""
-BRANCH_KEYS = ("train.reward.", "train.grpo.", "train.filter.", "train.downsample.")
-"""Settings (dotted prefixes) a branch may change: no stage before `BRANCH_POINT` reads them."""
+BRANCH_KEYS = (
+    "train.reward.", "train.grpo.", "train.filter.", "train.downsample.", "train.diagnostics.eval_every",
+)
+"""Settings (dotted prefixes) a branch may change: no stage before `BRANCH_POINT` reads them (GRPO's
+validation points, `train.diagnostics.eval_every`, are GRPO's alone)."""
 BRANCH_FILE = "branch.json"
 
 
 def _keys() -> str:
     """`BRANCH_KEYS` as a sentence: "train.reward, train.grpo, ... and train.downsample"."""
-    names = [k.rstrip(".") for k in BRANCH_KEYS]
+    names = [k.removesuffix(".") for k in BRANCH_KEYS]
     return ", ".join(names[:-1]) + f" and {names[-1]}"
 
 

@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
         help="start --out from the finished stages before GRPO of the quickstart run in DIR (its data, "
         "warm start and their evaluations; hard links) and run GRPO and the later stages with these "
         "settings: a GRPO ablation from the same warm start. Only train.reward.*, train.grpo.*, "
-        "train.filter.* and train.downsample.* may differ from DIR's settings",
+        "train.filter.*, train.downsample.* and train.diagnostics.eval_every may differ from DIR's settings",
     )
     add_arguments(p, QuickstartConfig, exclude=tuple(DERIVED), title="settings (override --config)")
     p.set_defaults(func=_handle)
