@@ -135,23 +135,49 @@ def table(rows: list[dict[str, Any]], steps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpu_curve(res: dict[str, Any]) -> list[tuple[float, float, float]]:
+    """(training CPU s, training wall s, validation) per validation point; a point's CPU time is that of
+    its step's log record (0 before the first step)."""
+    cpu = {r["step"]: r.get("train_cpu_s", math.nan) for r in res.get("log", [])}
+    return [(cpu.get(p["step"], 0.0 if p["step"] == 0 else math.nan), p.get("train_s", 0.0), p["accuracy"])
+            for p in res.get("curve", [])]
+
+
+def speedup(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any] | None:
+    """The efficiency paper's measure: training CPU (and wall) time `other` took to first reach `base`'s
+    final validation, against the time `base` took to end there; None when `other` never reached it."""
+    b, o = cpu_curve(base), cpu_curve(other)
+    if not b or not o:
+        return None
+    target = b[-1][2]
+    hit = next((p for p in o if p[2] >= target), None)
+    if hit is None:
+        return {"target": target, "reached": False}
+    return {"target": target, "reached": True, "base_cpu_s": b[-1][0], "cpu_s": hit[0],
+            "cpu_speedup": b[-1][0] / hit[0] if hit[0] else math.inf,
+            "wall_speedup": b[-1][1] / hit[1] if hit[1] else math.inf}
+
+
 def plot(results: dict[str, dict[str, Any]], path: Path, title: str) -> None:
-    """Training reward per step (left) and validation before/after (right), one colour per arm."""
+    """Training reward per step, validation against training CPU time and against wall time, one colour
+    per arm (an arm validated more often draws a curve)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax, bx, cx) = plt.subplots(1, 3, figsize=(16, 4.5))
     for name, res in results.items():
         log = res.get("log", [])
-        ax.plot([r["step"] for r in log], [r.get("reward", math.nan) for r in log], marker=".", label=name)
-        curve = res.get("curve", [])
-        if curve:
-            bx.plot([0, 1], [100 * curve[0]["accuracy"], 100 * curve[-1]["accuracy"]], marker="o", label=name)
+        (line,) = ax.plot([r["step"] for r in log], [r.get("reward", math.nan) for r in log], marker=".",
+                          label=name)
+        points = cpu_curve(res)
+        bx.plot([p[0] for p in points], [100 * p[2] for p in points], marker="o", color=line.get_color())
+        cx.plot([p[1] for p in points], [100 * p[2] for p in points], marker="o", color=line.get_color())
     ax.set(xlabel="GRPO step", ylabel="training reward (mean over the step's rollouts)", title="reward")
-    bx.set(xticks=[0, 1], xticklabels=["before GRPO", "after"], ylabel="validation exact match (%)",
-           title="validation (greedy)")
+    bx.set(xlabel="training CPU seconds", ylabel="validation exact match (%)", title="validation vs CPU time")
+    cx.set(xlabel="training wall seconds", ylabel="validation exact match (%)",
+           title="validation vs wall time")
     ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -168,6 +194,9 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated arm names (default: every arm)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     ap.add_argument("--report", action="store_true", help="only write the table of the arms finished so far")
+    ap.add_argument("--compare", default="", metavar="BASE,OTHER",
+                    help="two arms: the time OTHER took to reach BASE's final validation (the efficiency "
+                    "paper's speed-up), in sweep.json and under the table")
     args = ap.parse_args()
     try:
         steps, arms = read_arms(args.arms)
@@ -193,6 +222,17 @@ def main() -> int:
     rows = [arm_row(n, arms[n], r) for n, r in results.items()]
     (args.out / "sweep.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     md = table(rows, steps)
+    pair = [a.strip() for a in args.compare.split(",") if a.strip()]
+    if len(pair) == 2 and all(a in results for a in pair):
+        sp = speedup(results[pair[0]], results[pair[1]])
+        (args.out / "speedup.json").write_text(json.dumps({"base": pair[0], "other": pair[1], **(sp or {})},
+                                                          indent=1), encoding="utf-8")
+        if sp and sp["reached"]:
+            md += (f"\n{pair[1]} reached {pair[0]}'s final validation ({100 * sp['target']:.1f}%) after "
+                   f"{sp['cpu_s']:.0f} training CPU s against {sp['base_cpu_s']:.0f}: "
+                   f"{sp['cpu_speedup']:.2f}x on CPU time, {sp['wall_speedup']:.2f}x on wall time.\n")
+        elif sp:
+            md += f"\n{pair[1]} did not reach {pair[0]}'s final validation ({100 * sp['target']:.1f}%).\n"
     (args.out / "sweep.md").write_text(md, encoding="utf-8")
     if results:
         title = f"GRPO sweep from {args.source.name} ({time.strftime('%Y-%m-%d')})"

@@ -93,3 +93,18 @@ def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
     assert row["status"].startswith("diverged") and row["groups_with_signal"] == 0.5
     assert math.isclose(row["val_end_se"], 0.0) and row["val_start"] == 0.25
     assert "diverged: the loss is nan at step 5" in sweep.table([row], 5)
+
+
+def test_the_speedup_is_the_time_to_reach_the_base_arms_final_validation() -> None:
+    sweep = _sweep()
+
+    def arm(points: list[tuple[int, float, float]]) -> dict:  # (step, cpu s, accuracy)
+        return {"curve": [{"step": st, "train_s": cpu / 2, "accuracy": acc} for st, cpu, acc in points],
+                "log": [{"step": st, "train_cpu_s": cpu} for st, cpu, _ in points if st]}
+
+    base = arm([(0, 0, 0.25), (4, 400, 0.25), (8, 800, 0.5)])
+    fast = arm([(0, 0, 0.25), (4, 200, 0.5), (8, 400, 0.5)])
+    sp = sweep.speedup(base, fast)
+    assert sp["reached"] and sp["cpu_s"] == 200 and sp["base_cpu_s"] == 800 and sp["cpu_speedup"] == 4.0
+    assert sp["wall_speedup"] == 4.0
+    assert sweep.speedup(base, arm([(0, 0, 0.25), (8, 100, 0.375)])) == {"target": 0.5, "reached": False}
