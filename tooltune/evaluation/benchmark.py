@@ -222,6 +222,11 @@ class Benchmark(abc.ABC):
                 ) -> Callable[[GenerationRequest], str]:
         """A `ScriptedBackend` policy answering every entry with its ground truth (expect 100%)."""
 
+    def report_figures(self, summary: Mapping[str, Any], title: str) -> list[tuple[str, Any]]:
+        """Figures of a run's summary beyond the category chart, as (name, matplotlib Figure) (none by
+        default); the report saves each as a PNG beside it."""
+        return []
+
     def subset_unit(self, entry_id: str, category: str) -> str:
         """The item `entry_id` belongs to for subsets and standard errors: what `scores` counts as one
         (an entry by default). `scores` must depend on a unit's category and verdicts, not on its id."""

@@ -109,6 +109,16 @@ def category_figure(run: dict[str, Any]) -> Any:
     return fig
 
 
+def _save(fig: Any, path: Path) -> Path:
+    import matplotlib.pyplot as plt  # deferred: only plotting needs matplotlib
+
+    try:
+        fig.savefig(path, dpi=120)
+    finally:
+        plt.close(fig)
+    return path
+
+
 def category_chart(run: dict[str, Any], path: str | os.PathLike) -> Path | None:
     """`category_figure` saved as a PNG at `path`; None (no file) for a run of fewer than two categories."""
     fig = category_figure(run)
@@ -166,6 +176,9 @@ def write_report(run_dirs: Sequence[str | os.PathLike], out_md: str | os.PathLik
         for key in sorted(k for k in ms if not k.startswith(("categories.", "table2.", "leaderboard."))):
             lines.append(f"| **{key}** | {_cell(ms, key)} | {_se_cell(summary, key)} | |")
         lines += ["", f"![{png.stem}]({png.name})" if png else "(one category: no chart)", ""]
+        bench = BENCHMARKS[r["summary"]["benchmark"]] if r["summary"].get("benchmark") in BENCHMARKS else None
+        for name, fig in bench.report_figures(r["summary"], _label(r)) if bench is not None else []:
+            lines += [f"![{name}]({_save(fig, out.with_name(f'{out.stem}_{i}_{name}.png')).name})", ""]
         for s in r["summary"].get("skipped") or []:
             lines.append(f"- skipped: {s}")
     out.write_text("\n".join(lines) + "\n")

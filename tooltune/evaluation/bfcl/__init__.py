@@ -10,7 +10,8 @@ only the modules it needs):
 - `official_decode`: bfcl-eval's decoder of Python-call answers, rule for rule, without its `eval`;
 - `truth`: the ground truth as the calls a perfect model makes;
 - `multiturn`: the multi-turn categories played as episodes (BFCL's turns, executor and checker);
-- `memory`: the memory categories (prerequisite conversations, snapshots, the agentic checker).
+- `memory`: the memory categories (prerequisite conversations, snapshots, the agentic checker);
+- `format_sensitivity`: the 26 prompt configurations (BFCL's prompts, decoders, summary and a plot).
 
 The names below are the family's public ones (`from tooltune.evaluation import bfcl`).
 """
@@ -18,6 +19,7 @@ The names below are the family's public ones (`from tooltune.evaluation import b
 from tooltune.evaluation.bfcl.data import (
     ALL_CATEGORIES,
     CATEGORY_GROUPS,
+    FORMAT_SENSITIVITY,
     IMPOSSIBLE_ENTRIES,
     LIVE_AST,
     MEMORY,
@@ -40,6 +42,7 @@ from tooltune.evaluation.bfcl.scoring import FORMULAS, NAME_STYLES, SingleTurnSc
 __all__ = [
     "ALL_CATEGORIES",
     "CATEGORY_GROUPS",
+    "FORMAT_SENSITIVITY",
     "FORMULAS",
     "IMPOSSIBLE_ENTRIES",
     "LIVE_AST",

@@ -18,11 +18,17 @@ from tooltune.evaluation.benchmark import (
     EpisodeContext,
     Prepared,
     ProvidesAceGold,
+    Task,
     answer_policy,
     register_benchmark,
     single_turn_task,
 )
-from tooltune.evaluation.bfcl.data import MEMORY
+from tooltune.evaluation.bfcl.data import FORMAT_SENSITIVITY, MEMORY
+from tooltune.evaluation.bfcl.format_sensitivity import FormatScorer, question_id
+from tooltune.evaluation.bfcl.format_sensitivity import figure as format_figure
+from tooltune.evaluation.bfcl.format_sensitivity import ground_truth_answers as format_answers
+from tooltune.evaluation.bfcl.format_sensitivity import load_entries as load_format_entries
+from tooltune.evaluation.bfcl.format_sensitivity import messages as format_messages
 from tooltune.evaluation.bfcl.memory import RESULT_FOLDER, is_memory_id, load_memory, run_memory, score_memory
 from tooltune.evaluation.bfcl.memory import scripted_policy as memory_policy
 from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
@@ -57,6 +63,7 @@ ACE_LEFT_OUT = {
     "live_relevance": "any call passes: no single correct call list",
     **{c: "multi-turn conversations are not single-turn entries" for c in bfcl.MULTI_TURN},
     **{c: "memory questions are answered in text after memory calls" for c in MEMORY},
+    **{c: "format sensitivity answers in BFCL's formats, not the template's" for c in FORMAT_SENSITIVITY},
 }
 EPISODES = bfcl.MULTI_TURN + MEMORY
 """Categories played as conversations on the episode loop."""
@@ -149,20 +156,44 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Prepared[bfcl.BfclEntry]:
         cats = bfcl.expand_categories(categories)
-        entries = bfcl.load_entries(cats)
+        configs = [c for c in cats if c in FORMAT_SENSITIVITY]
+        entries = bfcl.load_entries([c for c in cats if c not in FORMAT_SENSITIVITY])
         scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
         tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
                                   lambda text, e=e: scorer.score(e, text))
                  for e in entries if e.category not in EPISODES]
         episodes = [e for e in entries if e.category in EPISODES]
-        return Prepared(tasks, bfcl.data_files(cats), episodes, _run_episodes)
+        skipped = []
+        if configs and controls.prompt_template.chat_tools:
+            skipped.append(f"format_sensitivity ({len(configs)} configurations): it measures prompt-based "
+                           f"models; template {controls.template!r} gives the tools to the chat template")
+            cats = [c for c in cats if c not in FORMAT_SENSITIVITY]
+        elif configs:
+            fs_scorer = FormatScorer()
+            tasks += [Task(e.id, e.category, format_messages(e), lambda text, e=e: fs_scorer.score(e, text))
+                      for e in load_format_entries(configs)]
+        return Prepared(tasks, bfcl.data_files(cats), episodes, _run_episodes, skipped=skipped)
+
+    def report_figures(self, summary: Mapping[str, Any], title: str) -> list[tuple[str, Any]]:
+        """Format sensitivity's configurations as bars (`format_sensitivity.figure`), when it ran."""
+        fig = format_figure(summary.get("mean_std", {}), title)
+        return [] if fig is None else [("format_sensitivity", fig)]
+
+    def subset_unit(self, entry_id: str, category: str) -> str:
+        """A format-sensitivity entry's unit is its original question (the same questions under every
+        configuration); every other entry is its own."""
+        return question_id(entry_id) if category in FORMAT_SENSITIVITY else entry_id
 
     def scores(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return bfcl.scores(records)
 
     def answers(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Callable[[GenerationRequest], str]:
-        answers, episodes = bfcl_answers(categories, controls.prompt_template, controls.name_style)
+        cats = bfcl.expand_categories(categories)
+        configs = [c for c in cats if c in FORMAT_SENSITIVITY]
+        answers, episodes = bfcl_answers([c for c in cats if c not in FORMAT_SENSITIVITY],
+                                         controls.prompt_template, controls.name_style)
+        answers |= format_answers(load_format_entries(configs)) if configs else {}
         multi = [e for e in episodes if e.category not in MEMORY]
         memory = sorted({e.category for e in episodes if e.category in MEMORY})
         players = {"multi": scripted_policy(multi, controls.prompt_template) if multi else None,

@@ -9,6 +9,7 @@ variable at a scratch folder.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,10 +31,43 @@ MEMORY = ("memory_kv", "memory_vector", "memory_rec_sum")
 WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
 """BFCL's web-search categories: they need SerpAPI and live web pages, so they never run here."""
 ALL_CATEGORIES = SINGLE_TURN_AST + RELEVANCE + MULTI_TURN + MEMORY
+
+
+def _label(config: str) -> str:
+    """`fs_<return format>[_tag]_doc_<function doc format>[_markdown][_experimental]`."""
+    p = dict(kv.split("=", 1) for kv in config.split("&"))
+    label = f"fs_{p['ret_fmt']}{'_tag' if p['tool_call_tag'] == 'True' else ''}_doc_{p['func_doc_fmt']}"
+    return label + ("_markdown" if p["prompt_fmt"] == "markdown" else "") + \
+        ("_experimental" if p["style"] == "experimental" else "")
+
+
+def _configs() -> dict[str, str]:
+    out = {}
+    for ret in ("python", "json", "verbose_xml", "concise_xml"):
+        for tag in ("True", "False"):
+            for doc in ("python", "xml", "json"):
+                c = f"ret_fmt={ret}&tool_call_tag={tag}&func_doc_fmt={doc}&prompt_fmt=plaintext&style=classic"
+                out[_label(c)] = c
+    for c in ("ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=markdown&style=classic",
+              "ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&style=experimental"):
+        out[_label(c)] = c
+    return out
+
+
+FORMAT_SENSITIVITY_CONFIGS: dict[str, str] = _configs()
+"""Format sensitivity's 26 prompt configurations, each a category: label -> BFCL's configuration string,
+in BFCL's order (`get_all_format_sensitivity_configs` of bfcl-eval 2026.3.23)."""
+FORMAT_SENSITIVITY = tuple(FORMAT_SENSITIVITY_CONFIGS)
 CATEGORY_GROUPS = {"all": ALL_CATEGORIES, "single_turn": SINGLE_TURN_AST + RELEVANCE, "ast": SINGLE_TURN_AST,
                    "non_live": NON_LIVE_AST + ("irrelevance",), "live": LIVE_AST + RELEVANCE[1:],
-                   "relevance": RELEVANCE, "multi_turn": MULTI_TURN, "memory": MEMORY, "agentic": MEMORY}
-"""Groups of categories; `agentic` is BFCL's agentic group without web search (which cannot run offline)."""
+                   "relevance": RELEVANCE, "multi_turn": MULTI_TURN, "memory": MEMORY, "agentic": MEMORY,
+                   "format_sensitivity": FORMAT_SENSITIVITY}
+"""Groups of categories; `all` is BFCL's scoring categories that run offline (format sensitivity, which BFCL
+reports beside the score, runs when named); `agentic` is BFCL's agentic group without web search."""
+
+NAME_STYLES = {"dotted": "qwen3-8b", "underscore": "qwen3-8b-FC"}
+"""How dotted function names (`math.factorial`) are shown to the model and expected back, mapped to a
+registered BFCL model key whose `underscore_to_dot` flag makes the checker expect exactly that."""
 
 IMPOSSIBLE_ENTRIES = ("live_simple_106-63-0", "live_simple_112-68-0", "live_multiple_862-181-3",
                       "live_multiple_964-207-0", "simple_java_36", "simple_java_65")
@@ -56,7 +90,7 @@ def expand_categories(spec: str | Iterable[str] | None) -> list[str]:
             if name in WEB_SEARCH:
                 raise ConfigError(f"categories: {name} needs SerpAPI and live web pages (internet access): "
                                   "it cannot run offline, and tooltune does not run it")
-            if name not in ALL_CATEGORIES:
+            if name not in ALL_CATEGORIES + FORMAT_SENSITIVITY:
                 raise unknown_name("categories", "BFCL category", name, [*ALL_CATEGORIES, *CATEGORY_GROUPS])
             if name not in out:
                 out.append(name)
@@ -143,6 +177,11 @@ def data_files(categories: Iterable[str]) -> list[str]:
                            "(pip install --no-deps -r requirements/bfcl-nodeps.txt)")
     root = os.path.join(list(spec.submodule_search_locations)[0], "data")
     out = []
+    if any(c in FORMAT_SENSITIVITY for c in categories):
+        ids = os.path.join(root, "BFCL_v4_format_sensitivity.json")
+        with open(ids, encoding="utf-8") as f:
+            categories = [*categories, *json.load(f)]
+        out.append(ids)
     for c in categories:
         if c in MEMORY:
             prereq = os.path.join(root, "memory_prereq_conversation")
@@ -153,6 +192,6 @@ def data_files(categories: Iterable[str]) -> list[str]:
             continue
         for folder in (root, os.path.join(root, "possible_answer")):
             path = os.path.join(folder, f"BFCL_v4_{c}.json")
-            if os.path.exists(path):
+            if os.path.exists(path) and path not in out:
                 out.append(path)
     return out

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import re
 from typing import Any
 
 from tooltune.parsing.limits import MAX_BLOCK_CHARS
@@ -70,6 +71,32 @@ def bfcl_decode_execute(text: str) -> tuple[list[str] | None, str | None]:
         return [f"{name}(" + ", ".join(f"{k}={_render(v)}" for k, v in args.items()) + ")"
                 for call in calls for name, args in call.items()], None
     except Exception as e:  # any failure of BFCL's decoder skips the step; nothing here raises further
+        return None, f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def bfcl_decode_ast(text: str, has_tool_call_tag: bool = False
+                    ) -> tuple[list[dict[str, Any]] | None, str | None]:
+    """What BFCL's `default_decode_ast_prompting` returns for the Python-call format (`[{name: {arg:
+    value}}]`, the form `ast_checker` reads), or (None, why) when it raises: the same wrapping in ``[``
+    ``]``, then with `has_tool_call_tag` the text inside the first ``<TOOLCALL>...</TOOLCALL>``, then the
+    calls read as above (without `eval`)."""
+    if not isinstance(text, str):
+        return None, f"not a text ({type(text).__name__})"
+    if len(text) > MAX_BLOCK_CHARS:
+        return None, f"longer than {MAX_BLOCK_CHARS} characters"
+    result = text.strip("`\n ")
+    if not result.startswith("["):
+        result = "[" + result
+    if not result.endswith("]"):
+        result = result + "]"
+    if has_tool_call_tag:
+        match = re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", result, re.DOTALL)
+        if not match:
+            return None, "No tool call tag found in input string"
+        result = match.group(1).strip()
+    try:
+        return _parse(result), None
+    except Exception as e:  # any failure of BFCL's decoder fails the entry; nothing here raises further
         return None, f"{type(e).__name__}: {str(e)[:200]}"
 
 

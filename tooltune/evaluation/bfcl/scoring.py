@@ -25,20 +25,20 @@ from tooltune.evaluation.bfcl.data import (
     LIVE_AST,
     MEMORY,
     MULTI_TURN,
+    NAME_STYLES,
     NON_LIVE_AST,
     RELEVANCE,
     SINGLE_TURN_AST,
     BfclEntry,
 )
+from tooltune.evaluation.bfcl.format_sensitivity import FORMULAS as FORMAT_FORMULAS
+from tooltune.evaluation.bfcl.format_sensitivity import summary as format_summary
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.parsing import parse_completion
 from tooltune.prompts import grammar_for
 
 logger = logging.getLogger(__name__)
 
-NAME_STYLES = {"dotted": "qwen3-8b", "underscore": "qwen3-8b-FC"}
-"""How dotted function names (`math.factorial`) are shown to the model and expected back, mapped to a
-registered BFCL model key whose `underscore_to_dot` flag makes the checker expect exactly that."""
 
 
 
@@ -133,6 +133,7 @@ FORMULAS = {
                        "non_live, live, hallucination and multi_turn ran: 0.1 non_live + 0.1 live + "
                        "0.1 hallucination + 0.3 multi_turn + 0.4 * (0 + memory) / 2",
     "overall_ceiling": "the most overall_partial can reach: 0.8 with the memory categories run, else 0.6",
+    **FORMAT_FORMULAS,
     "table2.overall": "Tool-N1 Table 2: mean of non_live and live",
     "r2if.non_live": "R2IF tables: non_live as above",
     "r2if.live": "R2IF tables: live as above",
@@ -153,6 +154,7 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     An aggregate is None when one of its categories was not evaluated. Web search cannot run offline, so
     the agentic group and the v4 overall are always None; `overall_partial` is the leaderboard's formula
     with web search (and memory, when not run) counted 0, and `overall_ceiling` what it can reach.
+    Format sensitivity (when run) is summarised beside the score (`format_sensitivity`), never in it.
     """
     cats = category_accuracy(records)
 
@@ -189,4 +191,5 @@ def scores(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         },
         "r2if": {"non_live": non_live, "live": live, "irrelevance": hallucination,
                  "overall": _mean([non_live, live, hallucination])},
+        **({"format_sensitivity": fs} if (fs := format_summary(cats)) is not None else {}),
     }
