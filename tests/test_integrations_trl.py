@@ -34,7 +34,7 @@ from tooltune.integrations.trl import (
     final_answer_reward,
     mcp_environment_class,
 )
-from tooltune.schema import Sample, ToolSpec
+from tooltune.schema import Sample, SchemaError, ToolSpec
 
 pytest.importorskip("trl")
 
@@ -166,6 +166,16 @@ def test_calls_without_a_task_or_outside_the_task_are_failed_steps_not_exception
     env.reset(**other)
     assert "not 'synthetic_chain'" in env.search_trains(origin="A", destination="B")
     assert env.get_reward() == 0.0
+
+
+def test_a_dataset_without_the_task_column_is_refused_at_the_first_reset():
+    task = generate_chain_tasks(1, seed=0, split="train")[0]
+    env = environment_factories([task])["synthetic_chain"]()
+    row = {k: v for k, v in environment_rows([task])[0].items() if k != "task"}
+    with pytest.raises(SchemaError, match=r"^the training dataset: no 'task' column, which "
+                                          r"SyntheticChainEnvironment reads \(it has: answer, environment, "
+                                          r"prompt\); build the rows with tooltune.integrations.trl"):
+        env.reset(**row)
 
 
 def test_final_answer_reward_judges_with_the_last_assistant_text():

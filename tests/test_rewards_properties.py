@@ -227,7 +227,7 @@ def test_cer_stays_in_range_on_arbitrary_completions_and_continuations(completio
 
 
 def test_hostile_json_columns_read_as_none_and_never_raise():
-    from tooltune.rewards.base import load_json_column
+    from tooltune.schema.rows import load_json_column
 
     for hostile in ("[" * 100_000, "1" * 5_000, '{"a": NaN}', "\xff{", "{"):
         assert load_json_column(hostile) is None

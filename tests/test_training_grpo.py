@@ -447,3 +447,41 @@ def test_prompt_tokenization_keeps_tool_text_plain(tiny_model_dir: Path) -> None
     assert ordinary == tok.apply_chat_template(prompts[0], add_generation_prompt=True, tokenize=True,
                                                return_dict=False)  # what TRL's tokenization gives
     assert count_marker_tokens(tok, hostile) == count_marker_tokens(tok, ordinary) == 7  # 3 turns + header
+
+
+def test_datasets_without_what_rewards_rollout_or_filter_read_are_refused_before_training() -> None:
+    from types import SimpleNamespace
+
+    from datasets import Dataset
+
+    from tooltune.rewards import CompositeReward, TRLRewardFunction
+    from tooltune.schema import SchemaError
+    from tooltune.training.agentic import AgenticRollout
+    from tooltune.training.grpo import ToolTuneGRPOTrainer
+    from tooltune.training.selection import PromptFilter
+    from tooltune.training.trainer_state import ToolTuneState
+
+    outcome = TRLRewardFunction(CompositeReward(["outcome"]))
+    plain = [{k: v for k, v in r.items() if k != "prompt_index"} for r in make_rows(2)]
+
+    def check(rows: list[dict], rollout: Any = None, prompt_filter: Any = None,
+              eval_rows: Any = None) -> None:
+        trainer = SimpleNamespace(
+            rollout_func=rollout, reward_funcs=[outcome], tooltune=ToolTuneState(prompt_filter=prompt_filter),
+            train_dataset=Dataset.from_list(rows),
+            eval_dataset=None if eval_rows is None else Dataset.from_list(eval_rows))
+        ToolTuneGRPOTrainer._tt_check_columns(trainer)
+
+    # an episode reward without agentic rollouts would score 0.0 on every rollout: refused, naming it
+    with pytest.raises(SchemaError, match=r"^train_dataset: no 'episode_outcome' column, which reward "
+                                          r"tooltune reads \(it has: answer, category, prompt, sample_id\)$"):
+        check(plain)
+    rollout = AgenticRollout("tool_n1", max_turns=2, max_tokens=64)
+    with pytest.raises(SchemaError, match="no 'tools' column, which the rollout function reads"):
+        check(plain, rollout)  # the rollout reads each row's task from tools and meta
+    tasks = [{**r, "tools": "[]", "meta": "{}"} for r in plain]
+    check(tasks, rollout)  # the rollout produces the episode columns the reward reads
+    with pytest.raises(SchemaError, match="no 'prompt_index' column, which pre-rollout filtering reads"):
+        check(tasks, rollout, PromptFilter(k=1))
+    with pytest.raises(SchemaError, match=r"^eval_dataset: no 'meta' column"):
+        check(tasks, rollout, eval_rows=[{k: v for k, v in r.items() if k != "meta"} for r in tasks])

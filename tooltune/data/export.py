@@ -1,11 +1,9 @@
 """Exports of canonical samples: JSONL, TRL rows / a Hugging Face `datasets.Dataset`, verl parquet.
 
-TRL rows (what `GRPOTrainer` / `SFTTrainer` take, and what the reward adapters receive as columns):
-    prompt     list of chat messages from `tooltune.prompts.render_prompt`
-    answer     JSON string of [{"name", "arguments"}] (the ground truth; [] = no call)
-    sample_id  str;  category  str;  tools  JSON string of tool dicts;  meta  JSON string
-    chat_tools JSON string of the chat template's tools, only under a template whose tools go to the
-               chat template (``native``: `tooltune.prompts.CHAT_TOOLS_COLUMN`, `row_tools` reads it)
+TRL rows (what `GRPOTrainer` / `SFTTrainer` take, and what the reward adapters receive as columns) are
+written through `tooltune.schema.rows`, which names and encodes their columns: ``prompt`` (chat messages
+from `tooltune.prompts.render_prompt`), ``answer``, ``sample_id``, ``category``, ``tools``, ``meta`` and,
+under a template whose tools go to the chat template (``native``), ``chat_tools``.
 verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     reward_model {"style": "rule", "ground_truth": <answer JSON string>},
     extra_info {"index", "sample_id", "category", "template", "history", "tools", "meta", and
@@ -26,7 +24,6 @@ form, reasoning history; a template name stands for the defaults with that templ
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -35,32 +32,23 @@ from typing import Any
 from tooltune.config import Registry
 from tooltune.integrations.verl_config import agentic_fields, is_task, write_tool_config
 from tooltune.prompts import (
-    CHAT_TOOLS_COLUMN,
     PromptLike,
     ResolvedPrompt,
     as_prompt,
     prompt_tools_json,
     render_prompt,
 )
-from tooltune.schema import Sample, read_jsonl, write_jsonl
+from tooltune.schema import Sample, read_jsonl, rows, write_jsonl
 
 logger = logging.getLogger(__name__)
 
 VERL_ABILITY = "tool_calling"
 
 
-def _answer_json(sample: Sample) -> str:
-    return json.dumps([c.to_dict() for c in sample.answer], ensure_ascii=False)
-
-
-def _tools_json(sample: Sample) -> str:
-    return json.dumps([t.to_dict() for t in sample.tools], ensure_ascii=False)
-
-
 def _chat_tools(sample: Sample, prompt: ResolvedPrompt) -> dict[str, str]:
-    """The `CHAT_TOOLS_COLUMN` entry of a row under a template that needs it, else nothing."""
+    """The ``chat_tools`` entry of a row under a template that needs it, else nothing."""
     tools = prompt_tools_json(sample, prompt)
-    return {} if tools is None else {CHAT_TOOLS_COLUMN: tools}
+    return {} if tools is None else {rows.CHAT_TOOLS: tools}
 
 
 def to_trl_rows(samples: Iterable[Sample], prompt: PromptLike = "tool_n1") -> list[dict[str, Any]]:
@@ -69,12 +57,12 @@ def to_trl_rows(samples: Iterable[Sample], prompt: PromptLike = "tool_n1") -> li
     p = as_prompt(prompt)
     return [
         {
-            "prompt": render_prompt(s, p),
-            "answer": _answer_json(s),
-            "sample_id": s.id,
-            "category": s.category,
-            "tools": _tools_json(s),
-            "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+            rows.PROMPT: render_prompt(s, p),
+            rows.ANSWER: rows.calls_column(s.answer),
+            rows.SAMPLE_ID: s.id,
+            rows.CATEGORY: s.category,
+            rows.TOOLS: rows.tools_column(s.tools),
+            rows.META: rows.meta_column(s.meta),
             **_chat_tools(s, p),
         }
         for s in samples
@@ -85,13 +73,11 @@ def to_hf_dataset(samples: Iterable[Sample], prompt: PromptLike = "tool_n1") -> 
     """A `datasets.Dataset` of TRL rows."""
     import datasets  # deferred: datasets takes about a second to import
 
-    rows = to_trl_rows(samples, prompt)
-    if not rows:
-        return datasets.Dataset.from_dict(
-            {k: [] for k in ("prompt", "answer", "sample_id", "category", "tools", "meta")}
-        )
+    trl_rows = to_trl_rows(samples, prompt)
+    if not trl_rows:
+        return datasets.Dataset.from_dict({k: [] for k in rows.TRL_COLUMNS})
     # native histories carry tool_calls whose arguments differ in shape between rows: those go as JSON
-    return datasets.Dataset.from_list(rows, on_mixed_types="use_json")
+    return datasets.Dataset.from_list(trl_rows, on_mixed_types="use_json")
 
 
 def to_verl_rows(
@@ -102,12 +88,12 @@ def to_verl_rows(
     p = as_prompt(prompt)
     samples = list(samples)
     agentic = any(is_task(s) for s in samples)
-    rows = []
+    out = []
     for i, s in enumerate(samples):
-        answer = _answer_json(s)
+        answer = rows.calls_column(s.answer)
         messages = render_prompt(s, p)
         agent, agent_info = agentic_fields(s) if agentic else (None, {})
-        rows.append(
+        out.append(
             {
                 **({"agent_name": agent} if agent else {}),
                 "data_source": data_source or f"tooltune/{s.source or 'unknown'}",
@@ -116,20 +102,20 @@ def to_verl_rows(
                 "reward_model": {"style": "rule", "ground_truth": answer},
                 "extra_info": {
                     "index": i,
-                    "sample_id": s.id,
-                    "category": s.category,
+                    rows.SAMPLE_ID: s.id,
+                    rows.CATEGORY: s.category,
                     "template": p.name,
                     "history": p.history,
-                    "tools": _tools_json(s),
-                    "meta": json.dumps(s.meta, ensure_ascii=False, default=str),
+                    rows.TOOLS: rows.tools_column(s.tools),
+                    rows.META: rows.meta_column(s.meta),
                     **_chat_tools(s, p),
                     # verl hands compute_score only extra_info: R2IF's CER student needs the prompt
-                    "prompt": messages,
+                    rows.PROMPT: messages,
                     **agent_info,
                 },
             }
         )
-    return rows
+    return out
 
 
 def tool_config_path(parquet_path: str) -> str:
@@ -144,14 +130,14 @@ def write_verl_parquet(samples: Iterable[Sample], path: str, **kwargs: Any) -> i
     import pyarrow.parquet as pq  # deferred: only parquet needs pyarrow
 
     samples = list(samples)
-    rows = to_verl_rows(samples, **kwargs)
+    verl_rows = to_verl_rows(samples, **kwargs)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), path)
+    pq.write_table(pa.Table.from_pylist(verl_rows), path)
     tasks = [s for s in samples if is_task(s)]
     if tasks:
         n = write_tool_config(tasks, tool_config_path(path))
         logger.info("wrote verl's tool config (%d tools) to %s", n, tool_config_path(path))
-    return len(rows)
+    return len(verl_rows)
 
 
 def export(inputs: Sequence[str], fmt: str, out: str, prompt: PromptLike = "tool_n1") -> int:

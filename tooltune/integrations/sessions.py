@@ -29,9 +29,9 @@ from typing import Any
 
 from tooltune.environments import Environment, EnvironmentSettings, environment_of, make_environment
 from tooltune.environments.base import ToolResult, error_result
-from tooltune.integrations.trl import load_task
 from tooltune.integrations.verl_config import OUTCOME_FIELD, SESSION_KEY
 from tooltune.schema import ToolCall
+from tooltune.schema.rows import load_task
 
 logger = logging.getLogger(__name__)
 

@@ -15,10 +15,13 @@ gives the dict form (one class per environment name, its tools the union of its 
 `environment_rows(tasks)` the matching dataset rows; `mcp_environment_class(server)` takes the methods
 from an MCP server's tool list.
 
-Nothing here raises inside TRL's loop on a bad row or a bad call: a row whose task does not load leaves
-the rollout without a task (every call answers an error message saying why, the reward is 0.0), a call
-to a tool the row's task does not offer, or with arguments that do not fit, is the environment's own
-failed step (`Environment.step`); each reason is logged.
+The rows are `tooltune.schema.rows`'s (``prompt``, ``task``, ``environment``, ``answer``). A dataset
+without a ``task`` column is refused at the first ``reset``, before any update, in one line naming the
+columns it has (it could only train at reward 0.0). Past that nothing here raises inside TRL's loop on
+a bad row or a bad call: a row whose task does not load leaves the rollout without a task (every call
+answers an error message saying why, the reward is 0.0), a call to a tool the row's task does not
+offer, or with arguments that do not fit, is the environment's own failed step (`Environment.step`);
+each reason is logged.
 
 ``get_reward`` judges the state reached without the final answer text, which TRL does not hand to the
 environment: a task whose check reads it (an ``mcp`` ``answer`` check) sees an empty answer. For such
@@ -29,7 +32,6 @@ text of the rollout's last assistant message.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -47,26 +49,15 @@ from tooltune.environments.base import error_result
 from tooltune.environments.mcp import ENVIRONMENT as MCP_ENVIRONMENT
 from tooltune.environments.mcp import McpConnection, McpServer, McpSettings
 from tooltune.integrations.signatures import PythonTool, python_tools
-from tooltune.schema import Sample, SchemaError, ToolCall, ToolSpec
+from tooltune.schema import Sample, ToolCall, ToolSpec
+from tooltune.schema.rows import ANSWER, ENVIRONMENT, PROMPT, TASK, calls_column, load_task, missing_columns
 
 logger = logging.getLogger(__name__)
 
-TASK_COLUMN = "task"
+TASK_COLUMN = TASK
 """The dataset column holding a row's task (JSON text of the task sample)."""
-ENVIRONMENT_COLUMN = "environment"
+ENVIRONMENT_COLUMN = ENVIRONMENT
 """The column TRL's dict form reads to pick a row's environment."""
-
-
-def load_task(value: Any) -> Sample:
-    """A row's task: JSON text of a `Sample` or the object itself; SchemaError names the column."""
-    where = f"row column {TASK_COLUMN!r}"
-    if isinstance(value, Sample):
-        return value
-    if isinstance(value, str):
-        return Sample.from_json(value, where)
-    if isinstance(value, dict):
-        return Sample.from_dict(value, where)
-    raise SchemaError(f"{where}: expected the task's JSON text, got {type(value).__name__}")
 
 
 class TRLEnvironment:
@@ -91,6 +82,9 @@ class TRLEnvironment:
     def reset(self, **row: Any) -> str | None:
         """Load the row's task; a task that does not load is logged and leaves the rollout without one."""
         self._task, self.last_outcome = None, None
+        # a dataset without tasks could only train at reward 0.0: refuse it at the first reset
+        missing_columns(row, [TASK], "the training dataset", type(self).__name__,
+                        "build the rows with tooltune.integrations.trl.environment_rows(tasks)")
         try:
             task = load_task(row.get(TASK_COLUMN))
             if environment_of(task) != self.environment_name:
@@ -222,9 +216,8 @@ def environment_rows(tasks: Sequence[Sample]) -> list[dict[str, Any]]:
     ``environment`` (its environment's name, for the dict form) and ``answer`` (the first step's calls as
     JSON, for tooltune's rewards through `tooltune.rewards.adapters.TRLRewardFunction`)."""
     return [
-        {"prompt": [dict(m) for m in t.messages], TASK_COLUMN: t.to_json(),
-         ENVIRONMENT_COLUMN: environment_of(t),
-         "answer": json.dumps([c.to_dict() for c in t.answer], ensure_ascii=False)}
+        {PROMPT: [dict(m) for m in t.messages], TASK: t.to_json(), ENVIRONMENT: environment_of(t),
+         ANSWER: calls_column(t.answer)}
         for t in tasks
     ]
 
@@ -247,4 +240,4 @@ def mcp_environment_class(
 
 __all__ = ["ENVIRONMENT_COLUMN", "REWARDS", "TASK_COLUMN", "RewardingTRLEnvironment", "TRLEnvironment",
            "environment_class", "environment_factories", "environment_rows", "final_answer_reward",
-           "load_task", "mcp_environment_class"]
+           "mcp_environment_class"]

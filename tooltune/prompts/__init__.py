@@ -30,7 +30,6 @@ from tooltune.prompts.native import (
     prompt_tools,
     prompt_tools_json,
     resolve_native,
-    row_tools,
     tool_support_problem,
     use_training_chat_template,
     without_chat_template,
@@ -60,6 +59,7 @@ from tooltune.prompts.templates import (
     system_prompt_text,
 )
 from tooltune.prompts.tool_listing import TOOL_FORMATS, tool_signatures, tools_block
+from tooltune.schema.rows import row_tools  # the row format's reader, here for the callers of this package
 
 __all__ = [
     "CHAT_TOOLS_COLUMN",

@@ -10,7 +10,8 @@ the assistant messages' ``tool_calls`` and tool results are ``tool`` messages. A
 - `prompt_tools(sample, template)`: the ``tools=`` argument for `sample` (None under other templates);
   `chat_tools` turns tool specs into the schemas.
 - Training rows carry them as the JSON string column `CHAT_TOOLS_COLUMN` (``chat_tools``; JSON keeps
-  the Arrow schema fixed whatever the parameters look like); `row_tools` reads it back.
+  the Arrow schema fixed whatever the parameters look like); `tooltune.schema.rows`, which owns the row
+  format, reads it back (`row_tools`).
 - `render_chat(chat_template, messages, tools=…)` (`tooltune.prompts.chat_template`) renders with them.
 
 Answers follow the model's own format: `resolve_native(tokenizer)` checks the chat template and returns
@@ -52,11 +53,13 @@ from tooltune.prompts.native_format import NativeFormatError, native_grammar, te
 from tooltune.prompts.templates import TEMPLATES, PromptTemplate, get_template
 from tooltune.prompts.trl_templates import trl_template_name
 from tooltune.schema import Sample, ToolCall, ToolSpec
+from tooltune.schema.rows import CHAT_TOOLS
 
 logger = logging.getLogger(__name__)
 
-CHAT_TOOLS_COLUMN = "chat_tools"
-"""The training-row column holding `prompt_tools` as a JSON string (only under a chat-tools template)."""
+CHAT_TOOLS_COLUMN = CHAT_TOOLS
+"""The training-row column holding `prompt_tools` as a JSON string (only under a chat-tools template;
+`tooltune.schema.rows` owns the row format)."""
 
 _PROBE_NAME = "tooltune_probe_tool"
 _PROBE_DESCRIPTION = "tooltune-probe-description"
@@ -88,14 +91,6 @@ def prompt_tools_json(sample: Sample, template: PromptLike | PromptTemplate) -> 
     """`prompt_tools` as the JSON string of the `CHAT_TOOLS_COLUMN` column (None when there are none)."""
     tools = prompt_tools(sample, template)
     return None if tools is None else json.dumps(tools, ensure_ascii=False)
-
-
-def row_tools(row: Mapping[str, Any]) -> list[dict[str, Any]] | None:
-    """The chat-template tools of a training row (its `CHAT_TOOLS_COLUMN`, JSON or a list), None without."""
-    tools = row.get(CHAT_TOOLS_COLUMN)
-    if isinstance(tools, str):
-        tools = json.loads(tools)
-    return list(tools) if tools else None
 
 
 def _tool_call_blocks(text: str) -> list[list[ToolCall]]:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tooltune.rewards.composite import CompositeReward
+from tooltune.schema.rows import ANSWER, PROMPT
 
 _TRL_KWARGS = ("trainer_state", "log_extra", "log_metric", "completion_ids", "environments")
 
@@ -30,20 +31,26 @@ class TRLRewardFunction:
         self.composite = composite
         self.__name__ = name  # TRL names the reward's own metrics after `__name__`
 
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The reward-input columns it reads: the answer and what the components need (a trainer checks
+        them against its dataset and rollout before training)."""
+        return (ANSWER, *self.composite.needs)
+
     def __call__(
         self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **kwargs: Any
     ) -> list[float]:
         log_metric = kwargs.get("log_metric")
         log_extra = kwargs.get("log_extra")
-        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS and k != "answer"}
-        answers = kwargs.get("answer")
+        columns = {k: v for k, v in kwargs.items() if k not in _TRL_KWARGS and k != ANSWER}
+        answers = kwargs.get(ANSWER)
         if answers is None:
             raise ValueError(
                 "TRLRewardFunction: the dataset has no 'answer' column "
                 "(expected tooltune.data.export.to_trl_rows rows)"
             )
         if prompts is not None:
-            columns.setdefault("prompt", list(prompts))
+            columns.setdefault(PROMPT, list(prompts))
         rows = self.composite.batch(list(completions), list(answers), **columns)
         if rows:
             for name in self.composite.names:

@@ -31,8 +31,9 @@ from tooltune.parsing import (
     parse_completion,
     parse_parts,
 )
-from tooltune.prompts import CHAT_TOOLS_COLUMN, PromptTemplate, grammar_for, grammar_with_tools, row_tools
-from tooltune.schema import Parsed, SchemaError, ToolCall, calls_from_any, loads_record
+from tooltune.prompts import PromptTemplate, grammar_for, grammar_with_tools
+from tooltune.schema import Parsed, ToolCall, calls_from_any
+from tooltune.schema.rows import CHAT_TOOLS, row_tools
 
 logger = logging.getLogger(__name__)
 
@@ -70,17 +71,6 @@ def gold_calls(answer: Any) -> list[ToolCall]:
 @functools.lru_cache(maxsize=8192)
 def _gold_from_json(answer: str) -> list[ToolCall]:
     return calls_from_any(answer)
-
-
-def load_json_column(value: Any) -> Any:
-    """Dataset columns `tools` and `meta` arrive as JSON strings in TRL rows and as objects elsewhere;
-    a column that is not a readable record (bad JSON, too deep, a huge integer) reads as None."""
-    if isinstance(value, str):
-        try:
-            return loads_record(value, "column") if value.strip() else None
-        except SchemaError:
-            return None
-    return value
 
 
 class ParseCache:
@@ -147,6 +137,9 @@ class Reward(abc.ABC):
     name = "reward"
     lo = 0.0
     hi = 1.0
+    needs: tuple[str, ...] = ()
+    """Reward-input columns (`tooltune.schema.rows`) besides the completion and the answer without which
+    the reward cannot score: a trainer checks them before training instead of scoring `lo` per rollout."""
 
     def __init__(
         self, template: str | PromptTemplate | Grammar = "tool_n1", format_mode: str = "strict"
@@ -204,12 +197,12 @@ class Reward(abc.ABC):
 def parse_contexts(completions: Sequence[Any], columns: Mapping[str, Any]) -> list[ParseCache]:
     """One `ParseCache` per completion, holding its row's chat-template tools (the `chat_tools` column
     of ``native`` rows; a value that does not read as a tool list counts as none)."""
-    tools = columns.get(CHAT_TOOLS_COLUMN)
+    tools = columns.get(CHAT_TOOLS)
     out = []
     for i, c in enumerate(completions):
         value = tools[i] if isinstance(tools, (list, tuple)) and i < len(tools) else None
         try:
-            row = row_tools({CHAT_TOOLS_COLUMN: value}) if value else None
+            row = row_tools({CHAT_TOOLS: value}) if value else None
         except (ValueError, TypeError):
             row = None
         out.append(ParseCache(completion_text(c), row if isinstance(row, list) else None))

@@ -25,7 +25,7 @@ training batch go to the student in one `generate` call; rollouts of one prompt 
 word for word the same share one set of K continuations (v depends on nothing else). Needs the
 `prompt` column (chat messages) and, for caching, `sample_id` (without it the prompt's hash is the key).
 Under a template whose tools go to the chat template (``native``) the rows' ``chat_tools`` column
-(`tooltune.prompts.row_tools`) goes with the prompt to the student.
+(`tooltune.schema.rows.row_tools`) goes with the prompt to the student.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ from tqdm.auto import tqdm
 
 from tooltune.generation import BackendConfig, GenerationRequest, backend_config, make_backend
 from tooltune.parsing import get_grammar
-from tooltune.prompts import CHAT_TOOLS_COLUMN, row_tools
 from tooltune.rewards.base import LENIENT, ParseCache, Reward, completion_text, gold_calls, row_columns
 from tooltune.rewards.binary import calls_correct
 from tooltune.schema import ToolCall
+from tooltune.schema.rows import CHAT_TOOLS, PROMPT, SAMPLE_ID, row_tools
 
 logger = logging.getLogger(__name__)
 
@@ -207,7 +207,7 @@ class CERReward(Reward):
         rows: list[dict[str, Any] | None] = []
         for i, (ctx, answer) in enumerate(zip(ctxs, answers)):
             cols = row_columns(columns, i)
-            prompt = cols.get("prompt") or cols.get("prompts")
+            prompt = cols.get(PROMPT) or cols.get("prompts")
             try:
                 gold = gold_calls(answer)
             except Exception as e:
@@ -223,7 +223,7 @@ class CERReward(Reward):
                 {
                     "prompt": prompt,
                     "gold": gold,
-                    "key": sample_key(cols.get("sample_id"), prompt),
+                    "key": sample_key(cols.get(SAMPLE_ID), prompt),
                     "tools": row_tools(cols),
                     "reasoning": parsed.reasoning if parsed.format_ok and parsed.reasoning else None,
                 }
@@ -277,7 +277,7 @@ class CERReward(Reward):
         for p, a, s, t in zip(prompts, answers, sample_ids, tools):
             key = sample_key(s, p)
             if key not in todo and self.cache.get(key, student) is None:
-                todo[key] = (p, gold_calls(a), row_tools({CHAT_TOOLS_COLUMN: t}))
+                todo[key] = (p, gold_calls(a), row_tools({CHAT_TOOLS: t}))
         items = list(todo.items())
         for start in tqdm(range(0, len(items), batch_size), desc=f"v_base ({student})", disable=not items):
             chunk = items[start : start + batch_size]

@@ -83,6 +83,11 @@ class CompositeReward:
         return list(self.weights)
 
     @property
+    def needs(self) -> tuple[str, ...]:
+        """The columns its components need besides completion and answer (`Reward.needs`), each once."""
+        return tuple(dict.fromkeys(c for r in self.rewards.values() for c in r.needs))
+
+    @property
     def range(self) -> tuple[float, float]:
         lo = sum(w * (r.lo if w >= 0 else r.hi) for r, w in zip(self.rewards.values(), self.weights.values()))
         hi = sum(w * (r.hi if w >= 0 else r.lo) for r, w in zip(self.rewards.values(), self.weights.values()))

@@ -21,6 +21,7 @@ from typing import Any
 
 from tooltune.rewards.base import ParseCache, Reward
 from tooltune.schema import ToolCall
+from tooltune.schema.rows import EPISODE_FORMAT, EPISODE_OUTCOME
 
 
 def _column(columns: dict[str, Any], name: str) -> float:
@@ -34,15 +35,17 @@ class OutcomeReward(Reward):
     """R_outcome = the environment's outcome score of the episode, in [0, 1]."""
 
     name = "outcome"
+    needs = (EPISODE_OUTCOME,)
 
     def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
-        return _column(columns, "episode_outcome")
+        return _column(columns, EPISODE_OUTCOME)
 
 
 class TurnFormatReward(Reward):
     """R_turn_format = (1/T) Σ_t R_format(turn t): the share of well-formed assistant turns."""
 
     name = "turn_format"
+    needs = (EPISODE_FORMAT,)
 
     def score(self, ctx: ParseCache, gold: list[ToolCall], **columns: Any) -> float:
-        return _column(columns, "episode_format")
+        return _column(columns, EPISODE_FORMAT)

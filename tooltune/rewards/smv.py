@@ -41,9 +41,10 @@ from typing import Any
 
 from tooltune.matching import matched_pairs
 from tooltune.rewards.annotate import META_KEY, Annotations, RuleAnnotator
-from tooltune.rewards.base import ParseCache, Reward, gold_calls, load_json_column, row_columns
+from tooltune.rewards.base import ParseCache, Reward, gold_calls, row_columns
 from tooltune.rewards.similarity import Embedder, TextEncoder, cosine_pairs
 from tooltune.schema import ToolCall, ToolSpec
+from tooltune.schema.rows import load_json_column
 
 logger = logging.getLogger(__name__)
 

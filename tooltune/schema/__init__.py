@@ -1,5 +1,6 @@
 """The one schema every stage shares: ToolSpec, ToolCall, Sample, Parsed (`types`), the scoring mode
-`Scoring` (`scoring`), and the reader of data records as hostile input (`records`).
+`Scoring` (`scoring`), the reader of data records as hostile input (`records`), and the rows handed to
+training engines: their column names, encoding and check (`rows`, imported as `tooltune.schema.rows`).
 
 Data flows one way: raw record -> Sample -> prompt -> completion -> Parsed -> reward or verdict.
 Every adapter produces `Sample`; every consumer reads it. All types round-trip losslessly through

@@ -11,7 +11,9 @@ the loss skips them; filtering and down-sampling act on whole trajectories (a tr
 its group).
 
 The rewards read the episode's judgement from the columns ``episode_outcome`` and ``episode_format``
-(`tooltune.rewards.outcome`). Diagnostics per step: turns per rollout, calls, tool errors per call,
+(`tooltune.rewards.outcome`); the rollout reads each row's task from the columns of
+`tooltune.schema.rows` (`AgenticRollout.needs`, checked by the trainer before training).
+Diagnostics per step: turns per rollout, calls, tool errors per call,
 seconds in tools, success rate. `EpisodeScorer` is the held-out success rate of greedy episodes on
 training rows (`tooltune.generation.trajectories.episode_success`).
 """
@@ -32,24 +34,35 @@ from tooltune.generation import (
     reset_environments,
     run_episodes,
 )
-from tooltune.prompts import PromptTemplate, grammar_for, row_tools
-from tooltune.rewards.base import load_json_column
+from tooltune.prompts import PromptTemplate, grammar_for
 from tooltune.schema import Sample, ToolSpec, calls_from_any
+from tooltune.schema.rows import (
+    ANSWER,
+    CATEGORY,
+    EPISODE_FORMAT,
+    EPISODE_OUTCOME,
+    META,
+    PROMPT,
+    SAMPLE_ID,
+    TOOLS,
+    load_json_column,
+    row_tools,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def task_from_row(row: dict[str, Any]) -> Sample:
     """The environment task of a training row (`tooltune.data.export.to_trl_rows` columns)."""
-    meta = load_json_column(row.get("meta")) or {}
-    tools = load_json_column(row.get("tools")) or []
+    meta = load_json_column(row.get(META)) or {}
+    tools = load_json_column(row.get(TOOLS)) or []
     return Sample(
-        id=str(row.get("sample_id", "?")),
+        id=str(row.get(SAMPLE_ID, "?")),
         source="",
-        category=row.get("category") or "multi_step",
+        category=row.get(CATEGORY) or "multi_step",
         messages=[{"role": "user", "content": ""}],
         tools=[ToolSpec.from_dict(t) for t in tools],
-        answer=calls_from_any(row.get("answer") or []),
+        answer=calls_from_any(row.get(ANSWER) or []),
         meta=dict(meta),
     )
 
@@ -77,6 +90,11 @@ class AgenticRollout:
 
     Needs the rows of the batch: `ToolTuneGRPOTrainer` keeps them in `tooltune.batch_inputs` before it
     generates."""
+
+    needs = (TOOLS, META)
+    """The row columns an episode's task is read from (`task_from_row`)."""
+    produces = (EPISODE_OUTCOME, EPISODE_FORMAT)
+    """The reward-input columns each rollout gets (`tooltune.rewards.outcome` reads them)."""
 
     def __init__(self, template: str | PromptTemplate, max_turns: int, max_tokens: int, environment: str = "",
                  settings: EnvironmentSettings | None = None) -> None:
@@ -107,8 +125,8 @@ class AgenticRollout:
             "completion_ids": [ep.completion_ids for ep in eps],
             "logprobs": logps,
             "env_mask": [ep.env_mask for ep in eps],
-            "episode_outcome": [ep.outcome.score if ep.outcome else 0.0 for ep in eps],
-            "episode_format": [ep.format_share for ep in eps],
+            EPISODE_OUTCOME: [ep.outcome.score if ep.outcome else 0.0 for ep in eps],
+            EPISODE_FORMAT: [ep.format_share for ep in eps],
         }
 
 
@@ -129,7 +147,7 @@ class EpisodeScorer:
 
     def __call__(self, model: Any, tokenizer: Any, rows: list[dict[str, Any]]) -> float:
         result = episode_success(
-            model, tokenizer, [r["prompt"] for r in rows], [task_from_row(r) for r in rows], self.template,
+            model, tokenizer, [r[PROMPT] for r in rows], [task_from_row(r) for r in rows], self.template,
             self.max_turns, self.max_new_tokens, self.batch_size, self.environment, self.settings,
         )
         return result["success"]

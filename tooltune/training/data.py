@@ -1,8 +1,8 @@
 """Training rows from canonical samples: TRL GRPO rows (with `prompt_index`) and SFT prompt/completion rows.
 
-Under a template whose tools go to the chat template (``native``), every row also carries them as the
-JSON string column ``chat_tools`` (`tooltune.prompts.CHAT_TOOLS_COLUMN`): whoever applies the chat
-template to the row's prompt passes `tooltune.prompts.row_tools(row)` as ``tools=``.
+The columns are `tooltune.schema.rows`'s. Under a template whose tools go to the chat template
+(``native``), every row also carries them as the JSON string column ``chat_tools``: whoever applies the
+chat template to the row's prompt passes `tooltune.schema.rows.row_tools(row)` as ``tools=``.
 
 Missing or malformed ground truth stops the run before the first step with a message naming the record
 (file:line from `tooltune.schema.read_jsonl`, or the sample id for in-memory rows).
@@ -10,7 +10,6 @@ Missing or malformed ground truth stops the run before the first step with a mes
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import Any
 
 from tooltune.data.export import to_trl_rows
 from tooltune.prompts import (
-    CHAT_TOOLS_COLUMN,
     PromptLike,
     ResolvedPrompt,
     as_prompt,
@@ -26,9 +24,10 @@ from tooltune.prompts import (
     prompt_tools_json,
     render_answer,
     render_prompt,
-    row_tools,
 )
 from tooltune.schema import Sample, SchemaError, calls_from_any, read_jsonl
+from tooltune.schema import rows as row_format
+from tooltune.schema.rows import ANSWER, CHAT_TOOLS, COMPLETION, PROMPT, PROMPT_INDEX, SAMPLE_ID, row_tools
 
 logger = logging.getLogger(__name__)
 
@@ -49,37 +48,24 @@ def grpo_rows(samples: Sequence[Sample], prompt: PromptLike) -> list[dict[str, A
     """TRL rows (`tooltune.data.export.to_trl_rows` columns, ``chat_tools`` included under ``native``),
     rendered under `prompt` (`PromptControls`, e.g. a training config's `data` section, or a template
     name), plus the `prompt_index` the filter keys on."""
-    rows = [dict(r) for r in to_trl_rows(samples, prompt)]
-    check_rows(rows)
-    for i, row in enumerate(rows):
-        row["prompt_index"] = i
-    return rows
+    out = [dict(r) for r in to_trl_rows(samples, prompt)]
+    check_rows(out)
+    for i, row in enumerate(out):
+        row[PROMPT_INDEX] = i
+    return out
 
 
 def _add_chat_tools(row: dict[str, Any], sample: Sample, template: ResolvedPrompt) -> None:
-    """The row's chat-template tools (`CHAT_TOOLS_COLUMN`) under a template that needs them."""
+    """The row's chat-template tools (``chat_tools``) under a template that needs them."""
     tools = prompt_tools_json(sample, template)
     if tools is not None:
-        row[CHAT_TOOLS_COLUMN] = tools
+        row[CHAT_TOOLS] = tools
 
 
-def check_rows(rows: Sequence[dict[str, Any]]) -> None:
-    """Every row needs a prompt and a JSON ground-truth answer list; raise naming the record otherwise."""
-    for i, row in enumerate(rows):
-        name = f"record {i} (sample_id {row.get('sample_id', '?')!r})"
-        if not row.get("prompt"):
-            raise SchemaError(f"{name}.prompt: missing prompt")
-        answer = row.get("answer")
-        if answer is None or answer == "":
-            raise SchemaError(f"{name}.answer: missing ground truth")
-        try:
-            parsed = json.loads(answer) if isinstance(answer, str) else answer
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"{name}.answer: ground truth is not valid JSON ({e.msg})") from None
-        if not isinstance(parsed, list):
-            raise SchemaError(
-                f"{name}.answer: ground truth must be a list of calls, got {type(parsed).__name__}"
-            )
+def check_rows(training_rows: Sequence[dict[str, Any]], source: str = "training rows") -> None:
+    """Every row needs a prompt and a JSON ground-truth answer list; raise naming `source`, the record and
+    the column otherwise (`tooltune.schema.rows.check_rows`)."""
+    row_format.check_rows(training_rows, (PROMPT, ANSWER), source, "GRPO")
 
 
 def sft_rows(
@@ -98,7 +84,7 @@ def sft_rows(
     """
     resolved = as_prompt(prompt)
     key = target.split(".", 1)[1] if target.startswith("meta.") else None
-    rows, fallback = [], 0
+    out, fallback = [], 0
     for s in samples:
         messages = render_prompt(s, resolved)
         calls = s.answer
@@ -112,14 +98,14 @@ def sft_rows(
         target_text = render_answer(
             calls, resolved.template, reasoning=reasoning, include_reasoning=with_reasoning
         )
-        rows.append(
+        out.append(
             {
-                "prompt": messages,
-                "completion": [{"role": "assistant", "content": target_text}],
-                "sample_id": s.id,
+                PROMPT: messages,
+                COMPLETION: [{"role": "assistant", "content": target_text}],
+                SAMPLE_ID: s.id,
             }
         )
-        _add_chat_tools(rows[-1], s, resolved)
+        _add_chat_tools(out[-1], s, resolved)
     if fallback:
         logger.info(
             "sft: %d of %d samples have no meta.%s; their ground truth is the target",
@@ -127,7 +113,7 @@ def sft_rows(
             len(samples),
             key,
         )
-    return rows
+    return out
 
 
 def config_grpo_rows(cfg: Any, samples: Sequence[Sample]) -> list[dict[str, Any]]:
@@ -159,11 +145,11 @@ def drop_long_prompts(rows: list[dict[str, Any]], tokenizer: Any, max_tokens: in
         return rows, 0
     kept = []
     for row in rows:
-        if len(encode_chat(tokenizer, row["prompt"], True, row_tools(row))) <= max_tokens:
+        if len(encode_chat(tokenizer, row[PROMPT], True, row_tools(row))) <= max_tokens:
             kept.append(row)
     dropped = len(rows) - len(kept)
     if dropped:
         logger.warning("dropped %d of %d prompts longer than %d tokens", dropped, len(rows), max_tokens)
     for i, row in enumerate(kept):
-        row["prompt_index"] = i
+        row[PROMPT_INDEX] = i
     return kept, dropped

@@ -28,6 +28,11 @@ the signatures they have in the supported versions, and the trainer refuses othe
   (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
   `tooltune.batch_inputs` for it.
 
+Before training the trainer checks that its datasets hold the columns (`tooltune.schema.rows`) that its
+reward functions, its rollout function and pre-rollout filtering read (`needs`), and refuses in one line
+naming the dataset and the missing column: a reward that cannot score would otherwise score its floor on
+every rollout.
+
 tooltune's settings and everything its hooks keep between calls live in one object, `trainer.tooltune`
 (`tooltune.training.trainer_state.ToolTuneState`); TRL's attributes are TRL's.
 
@@ -49,7 +54,8 @@ import torch
 from trl import GRPOTrainer
 from trl.data_utils import is_conversational
 
-from tooltune.prompts import encode_chat, row_tools
+from tooltune.prompts import encode_chat
+from tooltune.schema.rows import PROMPT, PROMPT_INDEX, missing_columns, row_tools
 from tooltune.training.batch import padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
@@ -101,6 +107,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             rollout_path=rollout_path,
         )
         super().__init__(*args, **kwargs)
+        self._tt_check_columns()
         self._tt_check_shared_prefix()
         tt = self.tooltune
         m = tt.downsample_m
@@ -114,14 +121,37 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
                 f"num_generations={self.num_generations} for down-sampling"
             )
 
+    def _tt_check_columns(self) -> None:
+        """Refuse datasets without the columns the reward functions, the rollout function and the filter
+        read (their `needs`; a rollout function's `produces` count as present), before any training."""
+        rollout = getattr(self, "rollout_func", None)
+        produced = set(getattr(rollout, "produces", ()))
+        readers = {PROMPT: "GRPO"} | {c: "the rollout function" for c in getattr(rollout, "needs", ())}
+        for func in self.reward_funcs:
+            for column in getattr(func, "needs", ()):
+                if column not in produced:
+                    readers.setdefault(column, f"reward {getattr(func, '__name__', type(func).__name__)}")
+        eval_sets = self.eval_dataset if isinstance(self.eval_dataset, dict) else {"": self.eval_dataset}
+        train_readers = dict(readers)
+        if self.tooltune.prompt_filter is not None:  # the filter keys its streaks on training prompts only
+            train_readers[PROMPT_INDEX] = "pre-rollout filtering"
+        datasets = {"train_dataset": (self.train_dataset, train_readers)}
+        datasets |= {f"eval_dataset{f'[{k!r}]' if k else ''}": (d, readers) for k, d in eval_sets.items()}
+        for name, (dataset, needs) in datasets.items():
+            columns = getattr(dataset, "column_names", None)
+            if columns is None:  # no dataset, or an iterable one whose columns are known only when read
+                continue
+            for column, reader in needs.items():
+                missing_columns(columns, [column], name, reader)
+
     # ---------------------------------------------------------------- rewards and batch building
     def _calculate_rewards(
         self, inputs: list[dict], prompts: list, completions: list, completion_ids_list: list
     ) -> torch.Tensor:
         rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         t0 = time.perf_counter()
-        if "prompt_index" in inputs[0]:
-            local = torch.tensor([int(x["prompt_index"]) for x in inputs], device=self.accelerator.device)
+        if PROMPT_INDEX in inputs[0]:
+            local = torch.tensor([int(x[PROMPT_INDEX]) for x in inputs], device=self.accelerator.device)
             prompt_index = self.accelerator.gather(local).tolist()
         else:
             prompt_index = [-1] * rewards_per_func.size(0)
@@ -130,7 +160,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         if tt.prompt_filter is not None and self.model.training:
             if prompt_index[0] < 0:
                 raise ValueError(
-                    "pre-rollout filtering needs a 'prompt_index' column in the training dataset"
+                    f"pre-rollout filtering needs a {PROMPT_INDEX!r} column in the training dataset"
                 )
             tt.prompt_filter.update(
                 prompt_index, self._tt_total(rewards_per_func).tolist(), self.num_generations
@@ -187,7 +217,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         `tooltune.batch_inputs`, the ``native`` template), else the trainer's tools, and the text of tools
         and users encoded as plain text (`tooltune.prompts.encode_chat`: a tool result that spells
         ``<|im_end|>`` stays text); TRL's own tokenization for text prompts and prompts with images."""
-        if getattr(self, "_is_vlm", False) or not prompts or not is_conversational({"prompt": prompts[0]}):
+        if getattr(self, "_is_vlm", False) or not prompts or not is_conversational({PROMPT: prompts[0]}):
             return super()._tokenize_prompts(prompts)
         tools = [row_tools(r) for r in self.tooltune.batch_inputs or ()]
         if not any(tools):

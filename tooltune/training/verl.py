@@ -23,8 +23,9 @@ from typing import Any
 from tooltune.prompts import without_chat_template
 from tooltune.rewards.composite import CompositeReward
 from tooltune.rewards.registry import PRESETS
+from tooltune.schema.rows import CATEGORY, META, PROMPT, SAMPLE_ID, TOOLS
 
-_COLUMNS = ("tools", "meta", "sample_id", "prompt", "category")
+_COLUMNS = (TOOLS, META, SAMPLE_ID, PROMPT, CATEGORY)
 _BUILT: dict[str, CompositeReward] = {}
 
 
