@@ -28,7 +28,7 @@ from tooltune.environments import make_environment  # noqa: E402
 from tooltune.environments.acebench import AcebenchEnvironment  # noqa: E402
 from tooltune.environments.acebench_apis import CLASSES as ACE_CLASSES  # noqa: E402
 from tooltune.environments.limits import STEP_SECONDS, step_budget  # noqa: E402
-from tooltune.schema import Sample, ToolCall, ToolSpec  # noqa: E402
+from tooltune.schema import Sample, Scoring, ToolCall, ToolSpec  # noqa: E402
 
 
 def _nested(depth: int) -> object:
@@ -152,7 +152,7 @@ def _overhead(repeats: int) -> dict:
         from tooltune.data.sources.types import tool_spec_from_source
         from tooltune.environments.bfcl import BfclEnvironment, function_docs
 
-        env = BfclEnvironment()
+        env = BfclEnvironment(Scoring.CORRECTED)
         tools = [tool_spec_from_source(d) for d in function_docs("MathAPI")]
         env.reset(_sample(tools, _bfcl_spec(["MathAPI"])))
         call = ToolCall("add", {"a": 1, "b": 2})

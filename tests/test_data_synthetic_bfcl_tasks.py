@@ -18,7 +18,7 @@ from tooltune.data.synthetic.bfcl_heldout import (
 )
 from tooltune.data.synthetic.bfcl_tasks import KINDS, generate_bfcl_tasks, split_of
 from tooltune.environments.bfcl import BfclEnvironment, package_data_dir
-from tooltune.schema import Sample, ToolCall
+from tooltune.schema import Sample, Scoring, ToolCall
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def heldout() -> list[Sample]:
 
 
 def _play(task: Sample, steps) -> BfclEnvironment:
-    env = BfclEnvironment()
+    env = BfclEnvironment(Scoring.CORRECTED)
     env.reset(task)
     for step in steps:
         for call in step:

@@ -68,7 +68,7 @@ def _state(env: BfclEnvironment) -> dict:
 
 
 def _env(task: Sample) -> BfclEnvironment:
-    env = BfclEnvironment()
+    env = BfclEnvironment(Scoring.CORRECTED)
     env.reset(task)
     return env
 

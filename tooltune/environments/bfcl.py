@@ -17,7 +17,7 @@ Task (``meta["env"]``, name ``bfcl``):
 The tools offered are the sample's ``tools`` (BFCL's function documents as `ToolSpec`); each must be a
 public method of an involved class.
 
-A step (``corrected`` scoring, the default) runs a call only when its name is an offered tool and a
+A step (``corrected`` scoring, the training signal) runs a call only when its name is an offered tool and a
 public function defined on an involved class (no leading underscore: `_load_scenario`, `__init__` and
 attributes are never reachable), its arguments are plain JSON literals (`check_literals`) that fit the
 tool's schema (`check_arguments`) and bind to the method's signature. The method gets a deep copy of
@@ -33,9 +33,11 @@ exponent) are refused before the call; a call that leaves the GorillaFileSystem'
 back; every step runs under the environment's time budget (`tooltune.environments.limits`). The
 decimal and mpmath precisions MathAPI sets process-wide are put back after every call.
 
-Scoring (`BfclEnvironment(scoring=...)`): ``corrected`` (the default, the training signal) applies the
-rules in `CORRECTED_RULES` where BFCL's checker is too strict or too loose for a reward; ``official``
-gives BFCL's own outcome (for evaluation): any public method of an involved class runs, with no schema
+Scoring (`BfclEnvironment(scoring=...)`): ``official`` (the default of the class, as of every entry point
+that reports a benchmark's number) or ``corrected`` (the training signal: what `make_environment("bfcl")`
+builds, `corrected_environment`). ``corrected`` applies the rules in `CORRECTED_RULES` where BFCL's
+checker is too strict or too loose for a reward; ``official`` gives BFCL's own outcome (for
+evaluation): any public method of an involved class runs, with no schema
 check and no state restored after a raising method, and the outcome needs the state of the ground truth
 and every tool message of the replayed ground truth among the episode's tool messages, each as often
 as the ground truth produced it. The literal and resource checks apply in both modes (docs/environments.md).
@@ -222,13 +224,13 @@ def _steps(value: Any, where: str) -> list[list[ToolCall]]:
 class BfclEnvironment(Environment):
     """BFCL's multi-turn API classes (see the module docstring).
 
-    `scoring`: ``corrected`` (`Scoring.CORRECTED`) unless given: the training signal, and what
-    `make_environment("bfcl")` builds for agentic training and the integrations; BFCL's own outcome,
-    for a number reported as BFCL's, is `Scoring.OFFICIAL`, asked for by name."""
+    `scoring`: ``official`` (`Scoring.OFFICIAL`, BFCL's own outcome) unless given, as everywhere else;
+    the training signal is ``corrected``, which `make_environment("bfcl")` builds for agentic training
+    and the integrations (`corrected_environment`)."""
 
     name = "bfcl"
 
-    def __init__(self, scoring: Scoring | str = Scoring.CORRECTED) -> None:
+    def __init__(self, scoring: Scoring | str = Scoring.OFFICIAL) -> None:
         super().__init__()
         self.scoring = Scoring.of(scoring)
 
@@ -361,4 +363,9 @@ class BfclEnvironment(Environment):
         return Outcome(ok, 1.0 if ok else 0.0, details)
 
 
-register_environment(BfclEnvironment.name, BfclEnvironment)
+def corrected_environment() -> BfclEnvironment:
+    """The registered ``bfcl`` environment: corrected scoring, the training signal."""
+    return BfclEnvironment(Scoring.CORRECTED)
+
+
+register_environment(BfclEnvironment.name, corrected_environment)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
         title="entries that fail to generate (scored as missing answers; exit status 3 when these stop the "
               "run)")
     bench.add_arguments(p)
-    p.set_defaults(func=_run, benchmark=bench.name)
+    p.set_defaults(func=_removing_a_failed_out(_evaluate), benchmark=bench.name)
 
 
 def _add_ace_args(p: argparse.ArgumentParser) -> None:
@@ -81,7 +82,7 @@ def _add_ace_args(p: argparse.ArgumentParser) -> None:
     add(p, BackendConfig, only=STUDENT_FLAGS, flag_prefix="student-", group="student",
         title="the student (exactly one of --student-model, --student-endpoint)")
     add(p, AceOptions, group="ace", title="ACE / CER settings (recorded in the manifest)")
-    p.set_defaults(func=_ace, benchmark=None)
+    p.set_defaults(func=_removing_a_failed_out(_measure_ace), benchmark=None)
 
 
 def register(subparsers: Any) -> None:
@@ -144,14 +145,21 @@ def _check_out_first(out: str, fields: dict[str, Any]) -> None:
     check_identity(out, fields, resume=True, subset=True)
 
 
-def _run(args: argparse.Namespace) -> int:
-    """`tooltune eval <benchmark>`; a failed run removes the output folder it created (unless it holds
-    results to resume)."""
-    out = _given_out(args)
-    if out is None:
-        return _evaluate(args)
-    with removed_on_failure(out):
-        return _evaluate(args)
+Command = Callable[[argparse.Namespace], int]
+
+
+def _removing_a_failed_out(command: Command) -> Command:
+    """`command` (`tooltune eval <benchmark>`, `tooltune eval ace`) run so that a failed run removes the
+    output folder it created (unless it holds results to resume)."""
+
+    def run(args: argparse.Namespace) -> int:
+        out = _given_out(args)
+        if out is None:
+            return command(args)
+        with removed_on_failure(out):
+            return command(args)
+
+    return run
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -195,15 +203,6 @@ def _evaluate(args: argparse.Namespace) -> int:
     if line:
         print(line, file=sys.stderr)
     return 0
-
-
-def _ace(args: argparse.Namespace) -> int:
-    """`tooltune eval ace`; a failed run removes the output folder it created (unless it holds results)."""
-    out = _given_out(args)
-    if out is None:
-        return _measure_ace(args)
-    with removed_on_failure(out):
-        return _measure_ace(args)
 
 
 def _measure_ace(args: argparse.Namespace) -> int:

@@ -57,14 +57,14 @@ def loads_strict(s: str) -> Any:
     return _DECODER.decode(s)
 
 
-def _value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+def value_too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
     """Whether a decoded JSON value nests containers deeper than `limit` (stops at the limit)."""
     if limit < 0:
         return True
     if isinstance(value, dict):
-        return any(_value_too_deep(v, limit - 1) for v in value.values() if isinstance(v, (dict, list)))
+        return any(value_too_deep(v, limit - 1) for v in value.values() if isinstance(v, (dict, list)))
     if isinstance(value, list):
-        return any(_value_too_deep(v, limit - 1) for v in value if isinstance(v, (dict, list)))
+        return any(value_too_deep(v, limit - 1) for v in value if isinstance(v, (dict, list)))
     return False
 
 
@@ -80,7 +80,7 @@ def _load(text: str, rules: str) -> tuple[Any, str | None]:
     except ValueError as e:
         return None, f"call block is not valid JSON ({str(e)[:80]})"
     # counting brackets runs at C speed; only text that could be too deep pays for the walk
-    if text.count("[") + text.count("{") > MAX_DEPTH and _value_too_deep(data, MAX_DEPTH - 1):
+    if text.count("[") + text.count("{") > MAX_DEPTH and value_too_deep(data, MAX_DEPTH - 1):
         return None, f"nesting deeper than {MAX_DEPTH}"
     return data, None
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tooltune.parsing import MAX_CALLS, MAX_DEPTH
+from tooltune.parsing.json_calls import value_too_deep
 from tooltune.schema import Parsed, ToolCall
 
 logger = logging.getLogger(__name__)
@@ -101,16 +102,6 @@ def literal_tail(pattern: str) -> str:
             break
         tail.append(t)
     return "".join(reversed(tail))
-
-
-def _too_deep(value: Any, limit: int) -> bool:
-    if limit < 0:
-        return True
-    if isinstance(value, dict):
-        return any(_too_deep(v, limit - 1) for v in value.values() if isinstance(v, (dict, list)))
-    if isinstance(value, list):
-        return any(_too_deep(v, limit - 1) for v in value if isinstance(v, (dict, list)))
-    return False
 
 
 @dataclass(frozen=True)
@@ -401,7 +392,7 @@ class ResponseFormat:
                 known = typed.get(name, set())
                 args = {k: read_bare_value(v) if isinstance(v, str) and k not in known else v
                         for k, v in args.items()}
-            if _too_deep(args, MAX_DEPTH - 1):
+            if value_too_deep(args, MAX_DEPTH - 1):
                 return Parsed(reasoning, None, False, f"nesting deeper than {MAX_DEPTH}")
             calls.append(ToolCall(name.strip(), args))
         return Parsed(reasoning, calls, True, None)

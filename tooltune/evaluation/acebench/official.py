@@ -87,7 +87,7 @@ _OK: Result = (True, None)
 def rules_for(scoring: Scoring) -> frozenset[str]:
     """The corrected rules a scoring mode applies: none for `official`, all for `corrected`."""
     Scoring.of(scoring)
-    return frozenset(CORRECTED_RULES) if scoring == "corrected" else frozenset()
+    return frozenset(CORRECTED_RULES) if scoring == Scoring.CORRECTED else frozenset()
 
 
 def standardize(s: str) -> str:

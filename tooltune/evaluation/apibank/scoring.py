@@ -58,7 +58,7 @@ def read_request(text: Any, template: str, mode: str = "strict",
     """The request a completion makes: API-Bank's own reading for the `python` grammar, else the template's
     grammar decodes the calls (see `official_decode`)."""
     grammar = grammar_for(template)
-    corrected = scoring == "corrected"
+    corrected = scoring == Scoring.CORRECTED
     if grammar.name == "python":
         return corrected_request(text) if corrected else official_request(text)
     parsed = parse_completion(text, grammar, mode)
@@ -79,7 +79,7 @@ def score(sample: Sample, level: str, text: Any, template: str, mode: str = "str
     request = read_request(text, template, mode, scoring)
     if request.error:
         return Verdict(sample.id, level, False, request.error)
-    ok, why = judge(request, truth, scoring == "corrected")
+    ok, why = judge(request, truth, scoring == Scoring.CORRECTED)
     return Verdict(sample.id, level, ok, why)
 
 

@@ -151,7 +151,7 @@ def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: 
     `corrected`: the turn ends). `corrected` may return [] (calls, all refused: the turn goes on)."""
     Scoring.of(scoring)
     grammar = grammar_for(template)
-    if scoring == "official":
+    if scoring == Scoring.OFFICIAL:
         if not isinstance(text, str):
             return None, f"not a text ({type(text).__name__})"
         if grammar.name == "python":
@@ -170,7 +170,7 @@ def step_calls(text: Any, template: str, mode: str, allowed: set[str], scoring: 
     if not parsed.calls:
         return None, "empty call list" if parsed.calls == [] else f"undecodable: {parsed.error}"
     built = [call_string(c, allowed)[0] for c in parsed.calls]
-    if scoring == "official":
+    if scoring == Scoring.OFFICIAL:
         return [s if s is not None else REFUSED_CALL for s in built], None
     return [s for s in built if s is not None], None
 
@@ -186,7 +186,7 @@ def decode_result(
         out.error = ("multi_turn:inference_error: Error during inference phase. "
                      "Model did not output a list of model responses.")
         return out
-    if scoring == "official":
+    if scoring == Scoring.OFFICIAL:
         if len(result) != n_turns:
             out.error = (f"multi_turn:force_terminated: Model was force-terminated during inference phase. "
                          f"The length of the model result turns ({len(result)}) does not match the length "
