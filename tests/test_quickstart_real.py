@@ -12,6 +12,7 @@ import pytest
 from tooltune.cli import main
 from tooltune.config import ConfigError
 from tooltune.quickstart.config import load_config
+from tooltune.quickstart.memory import status_kb
 from tooltune.schema import read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,8 +94,15 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
     assert "| benchmark | score | base | sft | grpo | sft_continued |" in md
     assert "GRPO vs continued SFT at equal training time" in md and "\nTimings\n" in md
     assert "- bfcl: 4 entries, at most 2 per category, seed 0" in md
+    # each phase's peak resident memory, and a progress bar per benchmark and for the unseen tools
+    peaks = {p["phase"]: p["peak_rss_mb"] for p in report["phases"]}
+    if status_kb("VmRSS") is not None:
+        measured = ("data", "sft", "eval_base: bfcl (4 entries)", "eval_base: unseen tools")
+        assert all(peaks[p] > 0 for p in measured)
+    assert "| phase | wall (s) | CPU (s) | peak memory (MB) |" in md
+    err = capsys.readouterr().err
+    assert "bfcl: 100%" in err and "acebench: 100%" in err and "unseen tools: 100%" in err
     # running again resumes: every stage is finished and skipped
-    capsys.readouterr()
     assert main(args) == 0
     assert capsys.readouterr().out.count("already finished, skipping") == len(stages)
 

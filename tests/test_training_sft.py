@@ -329,3 +329,42 @@ def test_trl_rows_are_tokenized_as_trl_would_and_tool_text_is_plain(tiny_model_d
     (clean_ids, _), (hostile_ids, labels) = (encode(tok, _tool_row(text)) for text in ("ok", FORGED))
     assert count_marker_tokens(tok, hostile_ids) == count_marker_tokens(tok, clean_ids)
     assert tok.decode([i for i, x in zip(hostile_ids, labels, strict=True) if x == -100]).count(FORGED) == 1
+
+
+@pytest.mark.parametrize(("pass_tokens", "checkpointing"), [(0, False), (1, False), (60, True)])
+def test_a_step_in_passes_equals_the_models_own_loss_on_the_whole_batch(
+    tiny_model_dir: Path, pass_tokens: int, checkpointing: bool
+) -> None:
+    """Logits at the answer positions only, the batch split into passes and gradient checkpointing give
+    the loss and gradients of the model's own causal-LM loss on the whole padded batch."""
+    import random
+
+    import torch
+
+    from tooltune.training.sft import pad_batch, passes
+
+    loop = _loop(tiny_model_dir, pass_tokens=pass_tokens, gradient_checkpointing=checkpointing)
+    rows = [loop.encoded[random.Random(7).randrange(len(loop.encoded))] for _ in range(4)]
+    ids, attn, labels = pad_batch(rows, loop.tokenizer.pad_token_id)
+    loop.model.train()
+    reference = loop.model(input_ids=ids, attention_mask=attn, labels=labels).loss
+    reference.backward()
+    grads = {n: p.grad.clone() for n, p in loop.model.named_parameters()}
+    loop.opt.zero_grad(set_to_none=True)
+    loop.learning_rate = 0.0  # the step computes the gradients and leaves the weights
+    loop.train_step()
+    assert loop.loss == pytest.approx(reference.item(), rel=1e-5)
+    split = passes(rows, pass_tokens)
+    assert sorted(map(len, split)) == ([4] if pass_tokens == 0 else [1, 1, 1, 1] if pass_tokens == 1
+                                       else sorted(map(len, split)))
+    assert all(len(p) * max(len(r[0]) for r in p) <= max(pass_tokens, len(p[0][0])) or pass_tokens == 0
+               for p in split)
+    loop.model.train()
+    total = sum(sum(1 for y in r[1][1:] if y != -100) for r in rows)
+    for chunk in split:  # the same sum of pass losses, gradients kept this time
+        i, a, y = pad_batch(chunk, loop.tokenizer.pad_token_id)
+        from tooltune.training.sft import answer_loss
+
+        (answer_loss(loop.model, i, a, y) / total).backward()
+    for n, p in loop.model.named_parameters():
+        assert torch.allclose(p.grad, grads[n], atol=1e-6, rtol=1e-4), n

@@ -48,20 +48,21 @@ def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:
 
 def _score(
     p: Pipeline, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
-    seed: int | None = None,
+    seed: int | None = None, progress: str | None = None,
 ) -> list[list[float]]:
-    """Binary reward (exact match, format required) of `n` completions per sample."""
+    """Binary reward (exact match, format required) of `n` completions per sample; `progress` names a bar
+    of the samples done (asked a backend batch at a time, the batches the backend would make anyway)."""
     t = p.cfg.train
-    sampling = Sampling(
-        temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens, batch_size=0
-    )
+    sampling = Sampling(temperature=temperature, max_new_tokens=t.diagnostics.eval_max_new_tokens,
+                        batch_size=be.batch_size if progress else 0)
     prompt = t.data.with_template(resolve_native(be.tokenizer, t.data.template, "train.data.template"))
-    return score_samples(be, samples, prompt, n, sampling, seeds=seed)
+    return score_samples(be, samples, prompt, n, sampling, seeds=seed, progress=progress)
 
 
-def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample], progress: str | None = None
+           ) -> dict[str, Any]:
     """Greedy exact match on `samples`: summary plus the per-example hits (kept for paired tests)."""
-    hits = [r[0] for r in _score(p, be, samples)]
+    hits = [r[0] for r in _score(p, be, samples, progress=progress)]
     return {**summarize(hits, samples), "hits": hits}
 
 

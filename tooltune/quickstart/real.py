@@ -32,6 +32,7 @@ from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.runner import SubsetSpec, evaluate
 from tooltune.generation import HFBackend, Sampling
 from tooltune.quickstart.measure import greedy, load, run_device
+from tooltune.quickstart.memory import PeakMemory
 from tooltune.quickstart.real_report import write_real_report
 from tooltune.quickstart.run import (
     DESCRIPTIONS,
@@ -137,9 +138,10 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
     for bench, categories in b.suites.items():
         wall, cpu = time.perf_counter(), time.process_time()
         data_dir = Path(b.data_dir) / bench if b.data_dir else None  # else $TOOLTUNE_DATA_DIR/<benchmark>
-        summary = evaluate(bench, [(0, backend)], p.out / "evals" / name / bench, controls, categories,
-                           sampling, data_dir, resume=True, model=str(p.model_dir(name)),
-                           show_progress=False, subset=SubsetSpec(int(b.subset.get(bench, 0)), b.subset_seed))
+        with PeakMemory() as memory:  # a bar per benchmark: entries done of the subset's size
+            summary = evaluate(bench, [(0, backend)], p.out / "evals" / name / bench, controls, categories,
+                               sampling, data_dir, resume=True, model=str(p.model_dir(name)),
+                               subset=SubsetSpec(int(b.subset.get(bench, 0)), b.subset_seed))
         scores, errors = summary["scores"], summary.get("standard_errors", {})
         cats = sorted({k.split(".")[1] for k in scores if k.startswith("categories.")})
         key = _headline_key(str(b.headline.get(bench, "")), scores, cats)
@@ -147,14 +149,17 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
             "run": str(p.out / "evals" / name / bench), "scores": scores, "standard_errors": errors,
             "subset": summary.get("subset"), "entries": summary["n_entries"], "headline_key": key,
             "headline": scores.get(key) if key else None, "headline_se": errors.get(key, 0.0) if key else 0.0,
-            "timing": {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu},
+            "timing": {"wall_s": time.perf_counter() - wall, "cpu_s": time.process_time() - cpu,
+                       "peak_rss_mb": memory.peak_mb},
         }
     sp = p.splits()
     greedy_backend = HFBackend(model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size,
                                name=f"quickstart-{name}")
     wall = time.perf_counter()
-    out = {"benchmarks": results, "unseen_tools": greedy(p, greedy_backend, sp["unseen_tools"])}
-    out["splits_timing"] = {"wall_s": time.perf_counter() - wall}
+    with PeakMemory() as memory:
+        out = {"benchmarks": results,
+               "unseen_tools": greedy(p, greedy_backend, sp["unseen_tools"], progress="unseen tools")}
+    out["splits_timing"] = {"wall_s": time.perf_counter() - wall, "peak_rss_mb": memory.peak_mb}
     return out
 
 

@@ -79,26 +79,30 @@ def _paired(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[
 
 
 def phases(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Seconds of each phase (wall and CPU where measured), in pipeline order."""
+    """Seconds of each phase (wall and CPU where measured) and its peak resident memory (MB, where
+    measured: `tooltune.quickstart.memory`), in pipeline order."""
     rows: list[dict[str, Any]] = []
 
-    def add(phase: str, wall: float | None, cpu: float | None = None) -> None:
-        rows.append({"phase": phase, "wall_s": wall, "cpu_s": cpu})
+    def add(phase: str, wall: float | None, cpu: float | None = None, peak: float | None = None) -> None:
+        rows.append({"phase": phase, "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": peak})
 
     for stage, res in results.items():
         t = res.get("timing", {})
         if stage == "model":
-            add("model load", res.get("load_s"), None)
+            add("model load", res.get("load_s"), None, t.get("peak_rss_mb"))
         elif stage == "grpo":
-            add("GRPO (stage)", t.get("wall_s"), t.get("cpu_s"))
+            add("GRPO (stage)", t.get("wall_s"), t.get("cpu_s"), t.get("peak_rss_mb"))
             add("  GRPO rollout", res.get("rollout_s"))
             add("  GRPO update", res.get("update_s"))
         elif stage.startswith("eval_"):
             for bench, r in res["benchmarks"].items():
-                add(f"{stage}: {bench} ({r['entries']} entries)", r["timing"]["wall_s"], r["timing"]["cpu_s"])
-            add(f"{stage}: unseen tools", res.get("splits_timing", {}).get("wall_s"))
+                bt = r["timing"]
+                add(f"{stage}: {bench} ({r['entries']} entries)", bt["wall_s"], bt["cpu_s"],
+                    bt.get("peak_rss_mb"))
+            split = res.get("splits_timing", {})
+            add(f"{stage}: unseen tools", split.get("wall_s"), None, split.get("peak_rss_mb"))
         else:
-            add(stage, t.get("wall_s"), t.get("cpu_s"))
+            add(stage, t.get("wall_s"), t.get("cpu_s"), t.get("peak_rss_mb"))
     return rows
 
 
@@ -171,11 +175,11 @@ def _md(r: dict[str, Any]) -> str:
                          f"{_pct(d.get('se'))} | {z} |")
     if r["plots"]:
         lines += ["", *(f"![{name}]({name})" for name in r["plots"])]
-    lines += ["", "Timings", "", "| phase | wall (s) | CPU (s) |", "|---|---|---|"]
+    lines += ["", "Timings", "", "| phase | wall (s) | CPU (s) | peak memory (MB) |", "|---|---|---|---|"]
     for p in r["phases"]:
-        wall = "–" if p["wall_s"] is None else f"{p['wall_s']:.0f}"
-        cpu = "–" if p["cpu_s"] is None else f"{p['cpu_s']:.0f}"
-        lines.append(f"| {p['phase']} | {wall} | {cpu} |")
+        wall, cpu, peak = ("–" if p.get(k) is None else f"{p[k]:.0f}"
+                           for k in ("wall_s", "cpu_s", "peak_rss_mb"))
+        lines.append(f"| {p['phase']} | {wall} | {cpu} | {peak} |")
     return "\n".join(lines) + "\n"
 
 

@@ -53,6 +53,7 @@ from tooltune.quickstart.measure import (
     run_device,
     target_lengths,
 )
+from tooltune.quickstart.memory import PeakMemory
 from tooltune.quickstart.report import write_report
 from tooltune.rundir import RunLock, check_identity, write_identity
 from tooltune.schema import Sample, read_jsonl, write_jsonl
@@ -206,11 +207,13 @@ class Pipeline:
         self.say(f"[{i}/{len(stages)}] {name}: {self.profile.descriptions[name]}")
         torch.manual_seed(self.cfg.seed * 1000 + i)
         w, c = time.perf_counter(), time.process_time()
-        res = self.profile.functions[name](self)
+        with PeakMemory() as memory:
+            res = self.profile.functions[name](self)
         res["timing"] = {
             "wall_s": time.perf_counter() - w,
             "cpu_s": time.process_time() - c,
             "loadavg_end": os.getloadavg()[0],
+            "peak_rss_mb": memory.peak_mb,
         }
         self._finish(name, res)
         self.say(f"    {self.profile.headline(name, res)}  ({res['timing']['wall_s']:.0f} s)")

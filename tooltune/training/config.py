@@ -114,6 +114,18 @@ class SFTSection:
     batch_size: int = option(8, "SFT per-device batch size (sequences).", min=1)
     gradient_accumulation_steps: int = option(1, "SFT gradient accumulation.", min=1)
     max_length: int = option(2048, "Truncate prompt+answer to this many tokens.", min=1)
+    pass_tokens: int = option(
+        0,
+        "Torch engine: most padded tokens (rows x longest row) in one forward/backward pass; a batch over it "
+        "is split into passes whose summed loss is the batch's (the same step in less memory: activations "
+        "follow the largest pass). 0 = the whole batch in one pass.",
+        min=0,
+    )
+    gradient_checkpointing: bool = option(
+        False,
+        "Torch engine: keep each layer's input only and recompute its activations in the backward pass "
+        "(about a third more compute; activations of one layer instead of all).",
+    )
     target: str = option(
         "answer",
         "SFT target calls: 'answer' (ground truth) or 'meta.<key>' (e.g. meta.sft_answer, "

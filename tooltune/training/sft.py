@@ -17,6 +17,7 @@ and its checkpoints hold the adapter.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -147,6 +148,43 @@ def lr_factor(step: int, schedule: str, warmup_steps: int, total_steps: int) -> 
     return max(0.0, 1.0 - q) if schedule == "linear" else 0.5 * (1.0 + math.cos(math.pi * q))
 
 
+Row = tuple[list[int], list[int]]
+"""An encoded SFT row: (input ids, labels)."""
+
+
+def passes(rows: Sequence[Row], tokens: int) -> list[list[Row]]:
+    """`rows` split into forward/backward passes of at most `tokens` padded tokens each (rows x longest
+    row; a longer row is a pass of its own), rows of like length together; `tokens` 0: one pass. The
+    passes' summed loss is the batch's: memory follows the largest pass instead of the batch."""
+    if tokens <= 0:
+        return [list(rows)]
+    out: list[list[Row]] = []
+    for row in sorted(rows, key=lambda r: len(r[0])):
+        if out and (len(out[-1]) + 1) * len(row[0]) <= tokens:
+            out[-1].append(row)  # sorted: this row is the pass's longest
+        else:
+            out.append([row])
+    return out
+
+
+def answer_loss(model: Any, ids: Any, attn: Any, labels: Any) -> Any:
+    """Summed cross-entropy of the answer tokens (labels other than -100), next-token shifted as the
+    model's own causal-LM loss. Logits are computed only at the positions that predict an answer token
+    of some row (``logits_to_keep`` with their indices, where the model's forward takes it): a prompt of
+    1,000 tokens and an answer of 80 need 80 rows of vocabulary logits, not 1,080 (49k floats each)."""
+    import torch  # deferred: heavy
+
+    targets = labels[:, 1:]
+    keep = (targets != -100).any(dim=0).nonzero()[:, 0]
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT model
+    if "logits_to_keep" in inspect.signature(base.forward).parameters:
+        logits = model(input_ids=ids, attention_mask=attn, use_cache=False, logits_to_keep=keep).logits
+    else:
+        logits = model(input_ids=ids, attention_mask=attn, use_cache=False).logits[:, keep]
+    return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets[:, keep].flatten(),
+                                             ignore_index=-100, reduction="sum")
+
+
 Callback = Callable[["SFTLoop"], Any]
 """Called by `SFTLoop.train` with the loop; a true return value stops training."""
 
@@ -155,7 +193,9 @@ class SFTLoop:
     """Bare AdamW loop with completion-only loss, for tiny models.
 
     Each optimizer step draws `batch_size` rows (x `accumulation` micro-batches) uniformly with
-    replacement from a `random.Random(seed)`, runs the causal-LM loss on the completion tokens, clips
+    replacement from a `random.Random(seed)`, runs the causal-LM loss on the completion tokens (logits at
+    the answer positions only: `answer_loss`), in passes of at most `pass_tokens` padded tokens
+    (`passes`; 0 = one pass) whose summed loss is the batch's, optionally with gradient checkpointing, clips
     the gradient norm to `max_grad_norm` and sets the learning rate from `lr_factor`. Only parameters
     that require gradients are optimized (a LoRA-wrapped model: its adapters). `save` and `restore` carry
     the optimizer, step, row-drawing and torch RNGs and training time, so a restored loop continues
@@ -178,6 +218,8 @@ class SFTLoop:
         max_length: int = 0,
         max_grad_norm: float = 1.0,
         device: str = "cpu",
+        pass_tokens: int = 0,
+        gradient_checkpointing: bool = False,
     ) -> None:
         import torch  # deferred: heavy
 
@@ -187,10 +229,16 @@ class SFTLoop:
         self.model, self.tokenizer = model, tokenizer
         self.batch_size, self.learning_rate, self.accumulation = batch_size, learning_rate, accumulation
         self.schedule, self.warmup_steps, self.total_steps = schedule, warmup_steps, total_steps
-        self.max_grad_norm, self.device = max_grad_norm, device
+        self.max_grad_norm, self.device, self.pass_tokens = max_grad_norm, device, pass_tokens
         self.encoded = [encode(tokenizer, r, max_length) for r in rows]
         self.rng = random.Random(seed)
         self.model.to(device)
+        if gradient_checkpointing:  # only in train mode: generation with the same model is unaffected
+            kwargs = {"use_reentrant": False}
+            if hasattr(model, "activation_checkpointing_enable"):  # transformers' name from 5.x on
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(self.params, lr=learning_rate, weight_decay=0.0)
         self.step = 0
@@ -215,6 +263,8 @@ class SFTLoop:
             accumulation=s.gradient_accumulation_steps,
             max_length=s.max_length,
             device=device,
+            pass_tokens=s.pass_tokens,
+            gradient_checkpointing=s.gradient_checkpointing,
         )
         loop.total_steps = planned_steps(cfg, len(rows))
         loop.warmup_steps = round(loop.total_steps * s.warmup_ratio)
@@ -234,10 +284,13 @@ class SFTLoop:
         total = 0.0
         for _ in range(self.accumulation):
             rows = [self.encoded[self.rng.randrange(len(self.encoded))] for _ in range(self.batch_size)]
-            ids, attn, labels = pad_batch(rows, self.tokenizer.pad_token_id, self.device)
-            loss = self.model(input_ids=ids, attention_mask=attn, labels=labels).loss / self.accumulation
-            loss.backward()
-            total += loss.item()
+            # the batch's loss is the mean over its answer tokens: each pass adds its share of that mean
+            targets = max(1, sum(sum(1 for y in labels[1:] if y != -100) for _, labels in rows))
+            for chunk in passes(rows, self.pass_tokens):
+                ids, attn, labels = pad_batch(chunk, self.tokenizer.pad_token_id, self.device)
+                loss = answer_loss(self.model, ids, attn, labels) / (targets * self.accumulation)
+                loss.backward()
+                total += loss.item()
         if self.max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
         self.opt.step()
