@@ -66,14 +66,16 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     from tooltune.quickstart.real import real_profile
     from tooltune.quickstart.run import Pipeline, synthetic_profile
 
-    overrides: list[str] = ["--train.grpo.max_steps", str(steps), "--threads", str(threads)]
+    # `threads` is the source's setting (part of the run's identity); this process's torch threads are
+    # set below without changing it
+    overrides: list[str] = ["--train.grpo.max_steps", str(steps)]
     for key, value in settings.items():
         overrides += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
     cfg = load_config(source / "config.yaml", overrides)
     profile = real_profile() if cfg.profile == "real" else synthetic_profile()
     pipe = Pipeline(out, cfg, say=lambda line: print(f"[{out.name}] {line}", flush=True), profile=profile)
     branch(pipe, source)
-    torch.set_num_threads(cfg.threads)
+    torch.set_num_threads(threads)
     return pipe.run_stage("grpo")
 
 
@@ -192,7 +194,8 @@ def main() -> int:
     ap.add_argument("--out", required=True, type=Path, help="sweep folder: one run folder per arm")
     ap.add_argument("--arms", required=True, type=Path, help="sweep file (configs/sweeps/*.yaml)")
     ap.add_argument("--only", default="", help="comma-separated arm names (default: every arm)")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="torch threads of this process (default 2; the runs keep the source's `threads`)")
     ap.add_argument("--report", action="store_true", help="only write the table of the arms finished so far")
     ap.add_argument("--compare", default="", metavar="BASE,OTHER",
                     help="two arms: the time OTHER took to reach BASE's final validation (the efficiency "
