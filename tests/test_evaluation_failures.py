@@ -146,6 +146,9 @@ class _Entry:
 def test_a_multi_turn_entry_whose_request_fails_is_failed_and_the_others_are_played(tmp_path,
                                                                                      monkeypatch) -> None:
     def play(entries: list[_Entry], ctx: EpisodeContext) -> None:
+        assert ctx.user_backend is not None
+        ctx.user_backend.generate([GenerationRequest([{"role": "user", "content": f"user {e.id}"}], id=e.id)
+                                   for e in entries])  # the simulated user's turn
         for turn in range(2):  # every entry asks twice; a failed one is not asked again
             texts = ctx.backend.generate([GenerationRequest([{"role": "user", "content": e.id}], id=e.id,
                                                             meta={"turn": turn}) for e in entries])
@@ -155,14 +158,16 @@ def test_a_multi_turn_entry_whose_request_fails_is_failed_and_the_others_are_pla
     monkeypatch.setattr(runner, "prepare",
                         lambda *a, **k: Prepared([], [], [_Entry(f"e{i}") for i in range(4)], play))
     out = tmp_path / "run"
-    with FlakyServer(lambda text, attempt: "500" if text == "e2" else "ok") as server:
+    with FlakyServer(lambda text, attempt: "500" if text in ("e2", "user e3") else "ok") as server:
+        user = OpenAIBackend(server.url, "user", retries=0, timeout=1.0)
         summary = runner.evaluate("bfcl", _endpoint(server, retries=1), out, sampling=GREEDY,
-                                  show_progress=False)
+                                  show_progress=False, user_backend=user)
     assert len(server.attempts("e2")) == 2  # its second turn was not sent
     verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
     assert verdicts["e2"]["generation_failed"] == "http_500" and not verdicts["e2"]["valid"]
-    assert all(verdicts[f"e{i}"]["valid"] for i in (0, 1, 3))
-    assert summary["generation_failures"]["ids"] == {"0": ["e2"]}
+    assert verdicts["e3"]["generation_failed"] == "http_500"  # its simulated user failed
+    assert verdicts["e0"]["valid"] and verdicts["e1"]["valid"]
+    assert summary["generation_failures"]["ids"] == {"0": ["e2", "e3"]}
 
 
 def test_a_local_model_prompt_longer_than_its_context_fails_only_that_entry(tmp_path, monkeypatch,

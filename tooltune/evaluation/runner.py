@@ -212,17 +212,18 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         entries = [e for e in entries if has(e.id)]
     if entries and prep.run_episodes is not None:
         tolerant = Tolerant(backend)  # one entry's failed request ends that entry, not the run
+        user = Tolerant(user_backend) if user_backend is not None else None
 
         def record_episode(v: Verdict, result: Any = None) -> None:
-            failure = tolerant.failures.get(v.id)
+            failure = tolerant.failures.get(v.id) or (user.failures.get(v.id) if user is not None else None)
             if failure is None:
                 gate.flush(record_failed)
                 record(v, result)
             else:
                 gate.fail(failed_record(v.id, v.category, seed, failure), record_failed)
 
-        prep.run_episodes(entries, EpisodeContext(tolerant, controls, sampling, seed, record_episode,
-                                                  user_backend, run_dir))
+        prep.run_episodes(entries, EpisodeContext(tolerant, controls, sampling, seed, record_episode, user,
+                                                  run_dir))
     gate.flush(record_failed)
 
 
