@@ -4,7 +4,7 @@ Runs in the separate verl environment (`.venv-verl`, pinned in requirements/verl
 repository root, offline, on CPU:
 
 (a) config: for every configs/verl/*.yaml, the `key=value` overrides that
-    `python -m tooltune.training.verl_launch` prints are composed by Hydra onto verl's own
+    `python -m tooltune.integrations.verl.launch` prints are composed by Hydra onto verl's own
     `ppo_trainer` config, as `python -m verl.trainer.main_ppo` does; then verl's `validate_config`
     runs, the actor and rollout sections are built into verl's config dataclasses, the interpolations
     are resolved, and every override must read back with the preset's value.
@@ -12,15 +12,15 @@ repository root, offline, on CPU:
     template and history settings to verl parquet (what `tooltune data export --format verl` does),
     loaded by verl's `RLHFDataset` (with its overlong-prompt filter) under a tokenizer trained here,
     and scored by verl's reward loop (`RewardLoopWorker` -> the "naive" reward manager ->
-    `reward.custom_reward_function` = tooltune/training/verl.py:compute_score). Each gold completion
-    must score the reward's maximum; each completion calling a tool that does not exist must score
+    `reward.custom_reward_function` = tooltune/integrations/verl/reward.py:compute_score). Each gold
+    completion must score the reward's maximum; each completion calling a tool that does not exist must score
     less. R2IF's CER and SMV components need a student model and a sentence-embedding model, which
     this environment does not hold: its reward is checked on its binary term (weight 3) in its own
     template.
 
 (c) agentic: environment tasks (synthetic_chain, generated here) are exported as
     agentic verl rows with their tool config (`tooltune data export --format verl`); verl's
-    `initialize_tools_from_config` instantiates `tooltune.integrations.verl_tools.EnvironmentTool`
+    `initialize_tools_from_config` instantiates `tooltune.integrations.verl.tools.EnvironmentTool`
     from that config, verl's `RLHFDataset` reads the parquet (agent_name, tools_kwargs), and each task's
     gold calls are driven through create / execute / release as verl's `ToolAgentLoop` does (with verl's
     own `AgentData`), then scored by `outcome_score` (1.0), as are a wrong trajectory (0.0) and a row
@@ -51,14 +51,15 @@ sys.path.insert(0, str(REPO))  # tooltune from this checkout (verl loads compute
 
 import yaml  # noqa: E402
 
-from tooltune.training.verl_launch import VERL_ENTRY, launch_command  # noqa: E402
+from tooltune.integrations.verl.launch import VERL_ENTRY, launch_command  # noqa: E402
 
 # Reward components whose models this environment does not hold (see the module docstring).
 OFFLINE_UNAVAILABLE = ("cer", "smv")
 
 
 def overrides_of(settings: dict[str, Any], train_files: str, val_files: str) -> list[str]:
-    """The hydra overrides of the command `verl_launch` prints for `settings` (1 node x 8 GPUs)."""
+    """The hydra overrides of the command `tooltune.integrations.verl.launch` prints for `settings` (1 node x
+    8 GPUs)."""
     tokens = shlex.split(launch_command(settings, train_files, val_files).replace("\\\n", " "))
     return tokens[tokens.index(VERL_ENTRY) + 1 :]
 
@@ -277,8 +278,8 @@ def check_agentic(work: Path, n_tasks: int) -> str:
 
     from tooltune.data.export import export, tool_config_path
     from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
-    from tooltune.integrations.sessions import outcome_score
-    from tooltune.integrations.verl_config import OUTCOME_FIELD
+    from tooltune.integrations.verl.config import OUTCOME_FIELD
+    from tooltune.integrations.verl.sessions import outcome_score
     from tooltune.prompts import PromptControls
     from tooltune.schema import write_jsonl
 
@@ -297,7 +298,7 @@ def check_agentic(work: Path, n_tasks: int) -> str:
     tok = hf_tokenizer(str(tok_dir))
     config = compose([f"data.train_files={parquet}", f"data.val_files={parquet}",
                       "data.filter_overlong_prompts_workers=1", f"actor_rollout_ref.model.path={tok_dir}",
-                      "reward.custom_reward_function.path=tooltune/integrations/sessions.py",
+                      "reward.custom_reward_function.path=tooltune/integrations/verl/sessions.py",
                       "reward.custom_reward_function.name=outcome_score"])
     worker = RewardLoopWorker(config)  # loads outcome_score by file path, as verl's workers do
     dataset = RLHFDataset(data_files=[str(parquet)], tokenizer=tok, config=config.data)

@@ -11,7 +11,7 @@ import yaml
 
 from tooltune.data.export import export, to_verl_rows, tool_config_path
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
-from tooltune.integrations.verl_config import (
+from tooltune.integrations.verl.config import (
     AGENT_NAME,
     SINGLE_TURN_AGENT,
     TOOL_CLASS,

@@ -21,8 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tooltune.training.config import ConfigError, load_config
-from tooltune.training.verl_launch import (
+from tooltune.integrations.verl.launch import (
     TRL_ONLY,
     VERL_ENTRY,
     launch_command,
@@ -31,6 +30,12 @@ from tooltune.training.verl_launch import (
     reward_env,
     verl_overrides,
 )
+from tooltune.training.config import ConfigError, load_config
+
+
+def settings_of(path: str | Path) -> dict:
+    """`launch_settings` of the preset at `path`, loaded as `tooltune train` loads it."""
+    return launch_settings(load_config(path), path)
 
 REPO = Path(__file__).resolve().parents[1]
 PRESETS = sorted(p for p in (REPO / "configs").glob("*.yaml") if not p.stem.startswith("quickstart"))
@@ -110,7 +115,7 @@ def _verl_schema_keys() -> set[str] | None:
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_settings_match_the_presets(name: str) -> None:
     committed = yaml.safe_load((REPO / "configs/verl" / f"{name}.yaml").read_text())
-    fresh = launch_settings(f"configs/{name}.yaml")
+    fresh = settings_of(f"configs/{name}.yaml")
     assert committed == json.loads(json.dumps(fresh))
 
 
@@ -155,7 +160,7 @@ def test_recipe_numbers_reach_verl() -> None:
 
 
 def test_launch_command() -> None:
-    settings = launch_settings("configs/efficient_multi_turn.yaml")
+    settings = settings_of("configs/efficient_multi_turn.yaml")
     cmd = launch_command(settings, "tr.parquet", "va.parquet", nnodes=2, gpus_per_node=4)
     assert cmd.startswith("TOOLTUNE_REWARD=") and "python3 -m verl.trainer.main_ppo" in cmd
     tokens = shlex.split(cmd)  # what the shell hands to verl's hydra
@@ -174,7 +179,7 @@ def test_launch_command() -> None:
 
 def test_compute_score_loads_by_path_with_the_preset_reward(monkeypatch: pytest.MonkeyPatch) -> None:
     # what verl's load_extern_object does: import the file given in reward.custom_reward_function.path
-    settings = launch_settings("configs/efficient_single_turn.yaml")
+    settings = settings_of("configs/efficient_single_turn.yaml")
     path = REPO / settings["overrides"]["reward.custom_reward_function.path"]
     spec = importlib.util.spec_from_file_location("custom_module", path)
     module = importlib.util.module_from_spec(spec)
@@ -327,14 +332,14 @@ def test_verl_check_composes_exactly_the_printed_command() -> None:
         import verl_check  # imports verl only inside its checks
     finally:
         sys.path.remove(str(REPO / "scripts"))
-    settings = launch_settings("configs/tool_n1.yaml")
+    settings = settings_of("configs/tool_n1.yaml")
     tokens = verl_check.overrides_of(settings, "t.parquet", "v.parquet")
     # what the shell passes: a backslash-newline only continues the line
     printed = [t for t in shlex.split(launch_command(settings, "t.parquet", "v.parquet")) if t != "\n"]
     assert tokens == printed[printed.index(VERL_ENTRY) + 1 :]
     assert len(tokens) == len(settings["overrides"]) + 4
     assert "actor_rollout_ref.actor.use_dynamic_bsz=True" in tokens
-    spec, best = verl_check.reward_spec(launch_settings("configs/r2if.yaml"))
+    spec, best = verl_check.reward_spec(settings_of("configs/r2if.yaml"))
     assert spec["components"] == {"binary": 3.0} and best == 3.0  # CER/SMV need models verl-check lacks
 
 
@@ -357,4 +362,23 @@ def test_verl_environment_is_pinned() -> None:
 def test_an_agentic_preset_has_no_verl_launch_and_says_why() -> None:
     assert not (REPO / "configs/verl/agentic.yaml").exists()
     with pytest.raises(ConfigError, match="agentic.enabled: agentic episodes run on TRL only"):
-        launch_settings(REPO / "configs/agentic.yaml")
+        settings_of(REPO / "configs/agentic.yaml")
+
+
+def test_tooltune_train_writes_the_committed_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    from tooltune.cli import main as tooltune
+
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "tool_n1.yaml"
+    assert tooltune(["train", "--config", "configs/tool_n1.yaml", "--verl-settings", str(out)]) == 0
+    assert f"wrote verl launch settings to {out}" in capsys.readouterr().out
+    committed = (REPO / "configs/verl/tool_n1.yaml").read_text()
+    assert out.read_text() == committed.replace("configs/verl/tool_n1.yaml", str(out))
+
+
+def test_launch_refuses_a_preset_and_names_the_command_that_writes_its_settings() -> None:
+    with pytest.raises(ConfigError, match=r"configs/r2if.yaml: not verl launch settings .* write them first: "
+                                          r"tooltune train --config configs/r2if.yaml --verl-settings "
+                                          r"configs/verl/r2if.yaml"):
+        main(["configs/r2if.yaml"])

@@ -1,4 +1,4 @@
-"""Episodes driven through verl's tool lifecycle without verl (`tooltune.integrations.sessions`): the
+"""Episodes driven through verl's tool lifecycle without verl (`tooltune.integrations.verl.sessions`): the
 trajectory path (an ``agent_data`` carrying the row's ``tools_kwargs``, as verl's agent loop passes it)
 and the direct path (create / execute / calc_reward / release under one instance id), on the
 synthetic_chain, BFCL and MCP environments, with the refusals that must not raise."""
@@ -16,8 +16,8 @@ from tooltune.data.mcp_tasks import task_from_record
 from tooltune.data.synthetic.chain_tasks import generate_chain_tasks
 from tooltune.environments.mcp.client import McpConnection, close_all
 from tooltune.environments.mcp.data import McpServer
-from tooltune.integrations.sessions import ToolSessions, outcome_score
-from tooltune.integrations.verl_config import OUTCOME_FIELD, agentic_fields
+from tooltune.integrations.verl.config import OUTCOME_FIELD, agentic_fields
+from tooltune.integrations.verl.sessions import ToolSessions, outcome_score
 from tooltune.schema import Sample
 
 

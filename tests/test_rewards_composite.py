@@ -6,10 +6,10 @@ import pickle
 import pytest
 
 from tooltune.config import UnknownName
+from tooltune.integrations.verl.reward import compute_score
 from tooltune.prompts import render_answer
 from tooltune.rewards import PRESETS, CompositeReward, TRLRewardFunction
 from tooltune.schema import ToolCall
-from tooltune.training.verl import compute_score
 
 GOLD = [ToolCall("get_weather", {"city": "Paris"})]
 GOLD_JSON = json.dumps([c.to_dict() for c in GOLD])

@@ -11,7 +11,7 @@ verl rows (its RL dataset schema): data_source, prompt (chat messages), ability,
     An export holding environment tasks (``meta["env"]``) is agentic: every row also gets
     ``agent_name`` (``tool_agent`` for a task, ``single_turn_agent`` otherwise) and, in extra_info,
     ``tools_kwargs`` (the task for the tools), ``tool_selection`` (its tool names) and
-    ``need_tools_kwargs`` (`tooltune.integrations.verl_config.agentic_fields`), and the parquet file gets
+    ``need_tools_kwargs`` (`tooltune.integrations.verl.config.agentic_fields`), and the parquet file gets
     verl's tool config beside it (`tool_config_path`: train.parquet -> train.tools.yaml).
 JSON strings keep the Arrow schema fixed whatever shapes tools and meta take across rows.
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from tooltune.config import Registry
-from tooltune.integrations.verl_config import agentic_fields, is_task, write_tool_config
+from tooltune.integrations.verl.config import agentic_fields, is_task, write_tool_config
 from tooltune.prompts import (
     PromptLike,
     ResolvedPrompt,

@@ -7,7 +7,8 @@ Public entry points:
 - `CompositeReward(components={name: weight}, template=..., **params)` -> {component: value, "score": ...}
 - `build_reward(config, template)`: the composition of a reward configuration (`RewardConfig` fields),
   the one construction training and verl share
-- `TRLRewardFunction(composite)` (TRL batched signature), `tooltune.training.verl.compute_score` (verl)
+- `TRLRewardFunction(composite)` (TRL batched signature); verl's entry point is
+  `tooltune.integrations.verl.reward.compute_score`
 Heavy dependencies (sentence-transformers, the student model) load only when SMV / CER score.
 """
 

@@ -6,6 +6,7 @@
   batch-building hooks; its own state is one `trainer_state.ToolTuneState` (`trainer.tooltune`).
 - `shared_prefix`: the GRPO update with each group's common prompt computed once (KV-cache or packed path).
 - `selection`: the engine-independent selection rules (efficiency paper Eq. 4-7).
-- `report`: `tooltune report RUN_DIR`; `verl_launch`: verl launch settings; `verl.compute_score`.
+- `report`: `tooltune report RUN_DIR`. verl (reward entry point, launch settings) is
+  `tooltune.integrations.verl`.
 Heavy libraries (torch, trl) are imported by the submodules that need them, not here.
 """

@@ -2,10 +2,11 @@
 
 Any `--dotted.key value` after the known flags overrides the preset (e.g. `--grpo.temperature 0.7
 --filter.enabled true`; a bool also as `--filter.enabled` or `--no-filter.enabled`), the override
-syntax of every tooltune command; `--show-config` prints the resolved config and `--list-keys` every
-key with its help text. Before any work the handler checks the values, the names (template, reward
-components), the input files and that run.output_dir can be written, and raises; `tooltune.cli`
-reports a user error on one line. Heavy libraries are imported inside the handler.
+syntax of every tooltune command; `--show-config` prints the resolved config, `--list-keys` every
+key with its help text, and `--verl-settings OUT` writes the recipe as verl launch settings. Before any
+work the handler checks the values, the names (template, reward components), the input files and that
+run.output_dir can be written, and raises; `tooltune.cli` reports a user error on one line. Heavy
+libraries are imported inside the handler.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--show-config", action="store_true", help="print the resolved config and exit")
     p.add_argument("--list-keys", action="store_true", help="list every config key with its help and exit")
+    p.add_argument("--verl-settings", metavar="OUT",
+                   help="write the recipe as verl launch settings to OUT (configs/verl/NAME.yaml; launch "
+                        "with python -m tooltune.integrations.verl.launch OUT) and exit")
     p.set_defaults(func=_handle, overrides=[])
 
 
@@ -62,6 +66,12 @@ def _handle(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)  # values, ranges, template and reward names
     if args.show_config:
         print(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        return 0
+    if args.verl_settings:
+        from tooltune.integrations.verl.launch import write_settings
+
+        write_settings(cfg, args.config, args.verl_settings)
+        print(f"tooltune train: wrote verl launch settings to {args.verl_settings}")
         return 0
     cfg.check_files()
     cfg.data.system_prompt = resolve_system_prompt(cfg.data.system_prompt)

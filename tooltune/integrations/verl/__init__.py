@@ -3,7 +3,8 @@
 - `reward`: verl's `compute_score(data_source, solution_str, ground_truth, extra_info)` entry point for
   tooltune's rewards (verl loads it by file path: ``reward.custom_reward_function.path``).
 - `launch`: a tooltune training config as verl launch settings (`configs/verl/*.yaml`) and the
-  ``python -m verl.trainer.main_ppo`` command line they make (``python -m tooltune.integrations.verl.launch``).
+  ``python -m verl.trainer.main_ppo`` command line they make
+  (``python -m tooltune.integrations.verl.launch``).
 - `config`: what verl's agent loop reads to run tooltune environments: the tool config and the agentic row
   fields that `tooltune data export --format verl` writes (no verl import).
 - `tools`: verl's `BaseTool` backed by tooltune environments (imports verl; verl loads it by class path).

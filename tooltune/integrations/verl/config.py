@@ -8,7 +8,7 @@ tools named in its ``extra_info.tool_selection``, and for each parsed call runs 
 ``release`` on that tool, handing ``execute`` the trajectory's ``agent_data`` (whose ``tools_kwargs`` is
 the row's ``extra_info.tools_kwargs``, as verl's `RLHFDataset` reads it).
 
-`tool_config(tasks)` declares one `tooltune.integrations.verl_tools.EnvironmentTool` per tool name of
+`tool_config(tasks)` declares one `tooltune.integrations.verl.tools.EnvironmentTool` per tool name of
 `tasks` (the first spec of a name wins), its ``config.environment`` the environment of the first task
 offering it. verl's schema model keeps a parameter's ``type``, ``description`` and ``enum`` only, so the
 rest of a parameter's schema (nested properties, items, bounds) is appended to its description as
@@ -35,7 +35,7 @@ from tooltune.schema import Sample, ToolSpec
 
 logger = logging.getLogger(__name__)
 
-TOOL_CLASS = "tooltune.integrations.verl_tools.EnvironmentTool"
+TOOL_CLASS = "tooltune.integrations.verl.tools.EnvironmentTool"
 """The class path verl's tool config names."""
 AGENT_NAME = "tool_agent"
 """verl's multi-turn tool agent loop."""

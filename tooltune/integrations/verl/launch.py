@@ -5,11 +5,14 @@ it lives in its own environment). The flow on a cluster:
 
     tooltune data export --format verl ...            # parquet: data_source, prompt, ability,
                                                       # reward_model {style, ground_truth}, extra_info
-    python -m tooltune.training.verl_launch configs/verl/efficient_single_turn.yaml \\
+    python -m tooltune.integrations.verl.launch configs/verl/efficient_single_turn.yaml \\
         --train-files data/train.parquet --val-files data/val.parquet --nnodes 2 --gpus 8
 
-which prints `TOOLTUNE_REWARD=... python3 -m verl.trainer.main_ppo key=value ...`. Rewards come from
-`tooltune.training.verl:compute_score` (reward.custom_reward_function) with the preset's reward
+which prints `TOOLTUNE_REWARD=... python3 -m verl.trainer.main_ppo key=value ...`. The settings file is
+written from a tooltune preset (any `--section.key value` overrides applied) by
+`tooltune train --config configs/efficient_single_turn.yaml --verl-settings OUT`: the functions here take
+the loaded training config, which lives a layer above (`tooltune.training.config`). Rewards come from
+`tooltune.integrations.verl.reward:compute_score` (reward.custom_reward_function) with the preset's reward
 composition passed in the TOOLTUNE_REWARD environment variable.
 
 Online pre-rollout filtering and max-variance down-sampling are TRL-only: verl has neither, and
@@ -37,9 +40,11 @@ from typing import Any
 
 import yaml
 
-from tooltune.training.config import ConfigError, TrainConfig, load_config
+from tooltune.config import ConfigError
 
 VERL_ENTRY = "verl.trainer.main_ppo"
+REWARD_PATH = "tooltune/integrations/verl/reward.py"
+"""Where verl loads `compute_score` from (`reward.custom_reward_function.path`, relative to the checkout)."""
 # TRL loss_type -> verl actor.loss_agg_mode
 LOSS_AGG = {
     "dapo": "token-mean",
@@ -61,8 +66,9 @@ TRL_ONLY = {"filter": "online pre-rollout filtering", "downsample": "max-varianc
 TRL_ONLY_NOTE = "TRL-only, not in this verl run (it trains on every prompt and every rollout)"
 
 
-def verl_overrides(cfg: TrainConfig, reward_path: str = "tooltune/training/verl.py") -> dict[str, Any]:
-    """The recipe as verl hydra overrides (dotted key -> value); data files and cluster size come later."""
+def verl_overrides(cfg: Any, reward_path: str = REWARD_PATH) -> dict[str, Any]:
+    """The recipe of `cfg` (a loaded `tooltune.training.config.TrainConfig`) as verl hydra overrides
+    (dotted key -> value); data files and cluster size come later."""
     g, d = cfg.grpo, cfg.data
     if g.loss_type not in LOSS_AGG:
         raise ConfigError(
@@ -121,12 +127,12 @@ def verl_overrides(cfg: TrainConfig, reward_path: str = "tooltune/training/verl.
     return out
 
 
-def trl_only(cfg: TrainConfig) -> list[str]:
+def trl_only(cfg: Any) -> list[str]:
     """The TRL-only techniques (`TRL_ONLY` keys) this preset enables: its verl launch does not carry them."""
     return [key for key in TRL_ONLY if getattr(cfg, key).enabled]
 
 
-def reward_env(cfg: TrainConfig) -> dict[str, str]:
+def reward_env(cfg: Any) -> dict[str, str]:
     """TOOLTUNE_REWARD for `compute_score`: the preset's reward section as JSON."""
     rc = cfg.reward
     spec = {
@@ -139,9 +145,8 @@ def reward_env(cfg: TrainConfig) -> dict[str, str]:
     return {"TOOLTUNE_REWARD": json.dumps(spec, sort_keys=True)}
 
 
-def launch_settings(config_path: str | Path) -> dict[str, Any]:
-    """The content of configs/verl/<name>.yaml for a tooltune preset."""
-    cfg = load_config(config_path)
+def launch_settings(cfg: Any, config_path: str | Path) -> dict[str, Any]:
+    """The content of configs/verl/<name>.yaml for the tooltune preset at `config_path`, loaded as `cfg`."""
     if cfg.agentic.enabled:
         raise ConfigError(
             f"{config_path}: agentic.enabled: agentic episodes run on TRL only (tooltune's environments and "
@@ -187,23 +192,22 @@ def launch_command(
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m tooltune.training.verl_launch",
+        prog="python -m tooltune.integrations.verl.launch",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("settings", help="configs/verl/<name>.yaml, or a tooltune preset configs/<name>.yaml")
+    p.add_argument("settings", help="verl launch settings, configs/verl/<name>.yaml")
     p.add_argument("--train-files", default="data/train.parquet")
     p.add_argument("--val-files", default="data/val.parquet")
     p.add_argument("--nnodes", type=int, default=1)
     p.add_argument("--gpus", type=int, default=8, help="GPUs per node")
-    p.add_argument("--write", metavar="OUT", help="write the launch settings YAML for a tooltune preset")
     args, extra = p.parse_known_args(argv)
-    data = yaml.safe_load(Path(args.settings).read_text(encoding="utf-8"))
-    settings = data if "overrides" in data else launch_settings(args.settings)
-    if args.write:
-        write_settings(args.settings, args.write)
-        print(f"wrote {args.write}")
-        return 0
+    settings = yaml.safe_load(Path(args.settings).read_text(encoding="utf-8"))
+    if not isinstance(settings, dict) or "overrides" not in settings:
+        out = f"configs/verl/{Path(args.settings).name}"
+        write = f"tooltune train --config {args.settings} --verl-settings {out}"
+        raise ConfigError(f"{args.settings}: not verl launch settings (no 'overrides'); for a tooltune "
+                          f"preset write them first: {write}")
     if settings.get("trl_only"):
         names = ", ".join(TRL_ONLY.get(k, k) for k in settings["trl_only"])
         print(f"note: {names}: {TRL_ONLY_NOTE}", file=sys.stderr)
@@ -211,9 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def write_settings(config_path: str | Path, out: str | Path) -> None:
+def write_settings(cfg: Any, config_path: str | Path, out: str | Path) -> None:
+    """Write `launch_settings` of the preset at `config_path` (loaded as `cfg`) to `out`, with a header
+    saying how it was made, how to launch it and what it leaves out."""
     name = Path(config_path).stem
-    settings = launch_settings(config_path)
+    settings = launch_settings(cfg, config_path)
     if settings.get("trl_only"):
         names = " and ".join(TRL_ONLY[k] for k in settings["trl_only"])
         header = (
@@ -224,8 +230,8 @@ def write_settings(config_path: str | Path, out: str | Path) -> None:
     else:
         header = f"# verl 0.9.1 launch settings for configs/{name}.yaml (the same recipe on verl).\n"
     header += (
-        f"# Generated: python -m tooltune.training.verl_launch configs/{name}.yaml --write {out}\n"
-        f"# Launch:    python -m tooltune.training.verl_launch {out} --train-files F --nnodes N --gpus G\n"
+        f"# Generated: tooltune train --config configs/{name}.yaml --verl-settings {out}\n"
+        f"# Launch:    python -m tooltune.integrations.verl.launch {out} --train-files F --nnodes N --gpus G\n"  # noqa: E501
         "# Checked:   make verl-check (verl's own config defaults + validate_config, reward path on CPU)\n"
     )
     body = yaml.safe_dump(settings, sort_keys=False, width=200)

@@ -2,7 +2,7 @@
 
 verl 0.9.1's agent loop runs every parsed call as ``create`` -> ``execute`` -> ``release`` on a fresh
 instance id, so an episode's state cannot live in a tool instance: it lives with the trajectory.
-`ToolSessions` keeps it (`tooltune.integrations.verl_tools.EnvironmentTool` is the thin verl class on
+`ToolSessions` keeps it (`tooltune.integrations.verl.tools.EnvironmentTool` is the thin verl class on
 top):
 
 - in verl's loop, ``execute`` receives the trajectory's ``agent_data``: its environment is created from
@@ -29,7 +29,7 @@ from typing import Any
 
 from tooltune.environments import Environment, EnvironmentSettings, environment_of, make_environment
 from tooltune.environments.base import ToolResult, error_result
-from tooltune.integrations.verl_config import OUTCOME_FIELD, SESSION_KEY
+from tooltune.integrations.verl.config import OUTCOME_FIELD, SESSION_KEY
 from tooltune.schema import ToolCall
 from tooltune.schema.rows import load_task
 

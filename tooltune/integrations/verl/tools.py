@@ -1,11 +1,11 @@
 """verl 0.9.1's `BaseTool` backed by tooltune environments (imports verl: verl loads it by the class path
-of the tool config that `tooltune data export --format verl` writes, `tooltune.integrations.verl_config`).
+of the tool config that `tooltune data export --format verl` writes, `tooltune.integrations.verl.config`).
 
 verl builds one `EnvironmentTool` per tool name of the config and, in its agent loop, runs each parsed
 call as ``create`` -> ``execute`` -> ``release``, handing ``execute`` the trajectory's ``agent_data``. The
 episodes themselves (one environment per trajectory, the outcome recorded for the reward) are
-`tooltune.integrations.sessions`; `outcome_score` is the matching reward function
-(``reward.custom_reward_function.path=tooltune/integrations/sessions.py``, ``name=outcome_score``).
+`tooltune.integrations.verl.sessions`; `outcome_score` is the matching reward function
+(``reward.custom_reward_function.path=tooltune/integrations/verl/sessions.py``, ``name=outcome_score``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from uuid import uuid4
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from tooltune.integrations.sessions import ToolSessions, outcome_score
+from tooltune.integrations.verl.sessions import ToolSessions, outcome_score
 
 SESSIONS = ToolSessions()
 """The episodes of every `EnvironmentTool` in this process (a trajectory's tools share one)."""
