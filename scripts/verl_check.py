@@ -27,8 +27,8 @@ repository root, offline, on CPU:
     whose task does not load (a failed step, no exception); the same tools driven directly under one
     instance id are judged by calc_reward; the verl command of docs/integrations.md is composed onto
     verl's config and validated. (The ``bfcl`` and ``mcp`` environments need bfcl-eval and
-    the `mcp` SDK, which this environment does not hold; tests/test_integrations_verl.py runs the same
-    lifecycle on them without verl.)
+    the `mcp` SDK, which this environment does not hold; tests/test_integrations_verl_sessions.py runs
+    the same lifecycle on them without verl.)
 
 Exit status 0 when everything passes; otherwise the failures are listed and the status is 1.
 """
@@ -251,7 +251,8 @@ def gold_calls(task: Any) -> list[dict[str, Any]]:
 def doc_overrides() -> list[str]:
     """The overrides of the `verl.trainer.main_ppo` command in docs/integrations.md."""
     text = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
-    block = text.split("```bash\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
+    blocks = [b.split("```", 1)[0] for b in text.split("```bash\n")[1:]]
+    block = next(b for b in blocks if VERL_ENTRY in b).replace("\\\n", " ")
     line = next(x for x in block.splitlines() if VERL_ENTRY in x)
     tokens = shlex.split(line)
     return tokens[tokens.index(VERL_ENTRY) + 1 :]

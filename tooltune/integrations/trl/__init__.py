@@ -1,11 +1,19 @@
 """TRL: tooltune's environments inside a plain `trl.GRPOTrainer(environment_factory=...)` script.
 
 `environments`: generated environment classes (one method per task tool), their factories (TRL's dict
-form) and dataset rows, the MCP form (`mcp_environment_class`), and `final_answer_reward`. tooltune's own
-trainer (`tooltune.training.grpo.ToolTuneGRPOTrainer`, agentic episodes through TRL's ``rollout_func`` in
-`tooltune.training.agentic`) is the other route; docs/integrations.md says which to use when.
+form) and dataset rows, the MCP form (`mcp_environment_class`), and `final_answer_reward`.
+`chat_template`: the chat template TRL reads tool calls with (`check_chat_template`,
+`trl_chat_template`). tooltune's own trainer (`tooltune.training.grpo.ToolTuneGRPOTrainer`, agentic
+episodes through TRL's ``rollout_func`` in `tooltune.training.agentic`) is the other route;
+docs/integrations.md says which to use when.
 """
 
+from tooltune.integrations.trl.chat_template import (
+    chat_template_problem,
+    check_chat_template,
+    parsed_templates,
+    trl_chat_template,
+)
 from tooltune.integrations.trl.environments import (
     ENVIRONMENT_COLUMN,
     REWARDS,
@@ -20,5 +28,6 @@ from tooltune.integrations.trl.environments import (
 )
 
 __all__ = ["ENVIRONMENT_COLUMN", "REWARDS", "TASK_COLUMN", "RewardingTRLEnvironment", "TRLEnvironment",
-           "environment_class", "environment_factories", "environment_rows", "final_answer_reward",
-           "mcp_environment_class"]
+           "chat_template_problem", "check_chat_template", "environment_class", "environment_factories",
+           "environment_rows", "final_answer_reward", "mcp_environment_class", "parsed_templates",
+           "trl_chat_template"]

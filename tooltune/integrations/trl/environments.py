@@ -13,7 +13,10 @@ identifiers mapped), ``reset`` loading the row's task from its ``task`` column (
 the same as an object) and ``get_reward`` the environment's outcome score. `environment_factories(tasks)`
 gives the dict form (one class per environment name, its tools the union of its tasks' tools) and
 `environment_rows(tasks)` the matching dataset rows; `mcp_environment_class(server)` takes the methods
-from an MCP server's tool list.
+from an MCP server's tool list. For ``mcp`` tasks the two overlap on purpose: `environment_factories`
+builds the class from the tools the task lines recorded (no server started; any environment, mixed runs),
+`mcp_environment_class` from the server's live list (every tool it offers but `exclude`); either way each
+rollout loads its row's task at ``reset`` and calls the server that task names.
 
 The rows are `tooltune.schema.rows`'s (``prompt``, ``task``, ``environment``, ``answer``). A dataset
 without a ``task`` column is refused at the first ``reset``, before any update, in one line naming the
