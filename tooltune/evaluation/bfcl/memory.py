@@ -285,8 +285,11 @@ def run_memory(
             f.write(json.dumps({"id": run.e.id, "result": run.raw}, ensure_ascii=False) + "\n")
         forget_entry(model_name, run.e.id)
 
-    for k in range(max((len(c.todo) for c in chains), default=0)):
+    rounds = max((len(c.todo) for c in chains), default=0)
+    for k in range(rounds):
         layer = [c.todo[k] for c in chains if k < len(c.todo)]
+        logger.info("BFCL memory: prerequisite conversations, round %d of %d (%d side by side)",
+                    k + 1, rounds, len(layer))
         drive((_memory_run(p, cfg, model_name) for p in layer), backend, prereq_done, parallel=parallel)
 
     def question_done(run: MultiTurnRun) -> None:
