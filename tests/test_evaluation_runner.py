@@ -505,3 +505,47 @@ def test_bfcl_subset_scores_go_through_the_official_checker_and_its_formulas(tmp
     assert summary["scores"]["table2.non_live.overall"] == pytest.approx(expected)
     assert "table2.non_live.overall" in summary["standard_errors"]
     assert "Entries: subset: at most 3 per category, seed 0; 18 units" in (out / "report.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def varied_model_dir(tiny_model_dir: Path, tmp_path_factory) -> Path:
+    """The tiny model with larger random weights: it writes varied text (the default one only newlines)."""
+    import shutil
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    out = tmp_path_factory.mktemp("varied")
+    shutil.copytree(tiny_model_dir, out, dirs_exist_ok=True)
+    model = AutoModelForCausalLM.from_pretrained(out)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.copy_(torch.randn(p.shape, generator=generator) * 0.3)
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.mark.parametrize(("benchmark", "categories"), [("bfcl", "simple_python,irrelevance,live_relevance"),
+                                                        ("apibank", "level-1")])
+def test_stopping_decided_completions_changes_no_verdict(tmp_path, request, varied_model_dir,
+                                                         benchmark: str, categories: str) -> None:
+    """--stop-decided (the default) ends a completion once no continuation can pass the strict format:
+    every verdict equals the full-length run's (BFCL irrelevance counts a failed format as "no call"),
+    each recorded completion is the start of the full one, and the manifest records the setting."""
+    data = [] if benchmark == "bfcl" else ["--data-dir",
+                                           str(request.getfixturevalue("shared_data_dir") / benchmark)]
+    runs = {}
+    for stop in ("false", "true"):
+        out = tmp_path / f"{benchmark}_{stop}"
+        assert main(["eval", benchmark, "--model", str(varied_model_dir), "--categories", categories, *data,
+                     "--subset", "2", "--seeds", "1", "--temperature", "0", "--max-new-tokens", "24",
+                     "--stop-decided", stop, "--out", str(out), "--no-report"]) == 0
+        assert json.loads((out / "manifest.json").read_text())["stop_decided"] is (stop == "true")
+        runs[stop] = ({v["id"]: v["valid"] for v in _lines(out / "verdicts.jsonl")},
+                      {c["id"]: c["result"] for c in _lines(out / "completions_seed0.jsonl")})
+    (full, full_text), (stopped, stopped_text) = runs["false"], runs["true"]
+    assert stopped == full and len(full) >= 2
+    assert all(full_text[i].startswith(t) for i, t in stopped_text.items())
+    assert sum(len(t) for t in stopped_text.values()) < sum(len(t) for t in full_text.values())

@@ -181,6 +181,41 @@ def test_hf_backend_greedy_is_deterministic_and_seeded_sampling_repeats(tiny_mod
     assert backend.prompt_text(reqs[3]).endswith("<think>")
 
 
+def test_hf_backend_stops_a_request_whose_outcome_its_text_decides(tiny_model_dir) -> None:
+    backend = make_backend("hf", model_path=tiny_model_dir, batch_size=3)
+    asked: list[str] = []
+
+    def decided(text: str) -> bool:
+        asked.append(text)
+        return len(text) >= 8
+
+    prompts = [MSG, [{"role": "user", "content": "a much longer prompt to force left padding"}], MSG]
+    full = backend.generate([GenerationRequest(m, max_new_tokens=24) for m in prompts])
+    got = backend.generate([GenerationRequest(prompts[0], max_new_tokens=24, stop_when=decided),
+                            GenerationRequest(prompts[1], max_new_tokens=24),
+                            GenerationRequest(prompts[2], max_new_tokens=24, stop_when=decided)])
+    assert got[1] == full[1]  # a request without a check runs to its end
+    for i in (0, 2):
+        assert full[i][0].startswith(got[i][0])
+        assert len(got[i][0]) >= 8 or got[i][0] == full[i][0]
+    assert asked and all(full[0][0].startswith(t) or full[2][0].startswith(t) for t in asked)
+
+
+def test_settled_text_leaves_out_what_the_next_tokens_can_still_change(tiny_model_dir) -> None:
+    backend = make_backend("hf", model_path=tiny_model_dir)
+    tok = backend.tokenizer
+    pad = tok.pad_token
+    ids = tok("<think>x", add_special_tokens=False)["input_ids"]
+    assert backend.settled_text(ids) == "<think>x"
+    # a padding token's text spelled out in plain tokens: removed once complete, so not settled before
+    partial = tok("<think>x" + pad[:3], add_special_tokens=False)["input_ids"]
+    assert backend.settled_text(partial) == "<think>x"
+    # a character split across byte tokens reads as U+FFFD until its last byte comes
+    euro = tok("€", add_special_tokens=False)["input_ids"]
+    if len(euro) > 1:
+        assert backend.settled_text(ids + euro[:1]) == "<think>x"
+
+
 def test_hf_backend_token_continuations_match_one_at_a_time_and_stop_after_eos(tiny_model_dir) -> None:
     import torch
 

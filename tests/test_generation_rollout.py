@@ -283,3 +283,24 @@ def test_cascade_attention_on_a_model_with_grouped_query_heads() -> None:
     prompts = prompts_of(4, 10, 7, seed=21)
     got = sample(gqa, prompts, 4, Sampling(10), pad_id=PAD, stop_ids={STOP})
     assert got.ids == reference(gqa, prompts, 4, 10, {STOP})
+
+
+def test_a_stop_check_ends_rows_on_a_prefix_of_their_full_completion(model: torch.nn.Module) -> None:
+    prompts = prompts_of(5, 13, 8, 11)
+    full = sample(model, prompts, 2, Sampling(16), pad_id=PAD, stop_ids={STOP})
+    asked: list[tuple[int, int]] = []
+
+    def stop(row: int, tokens: list[int]) -> bool:
+        asked.append((row, len(tokens)))
+        return row % 3 == 0 and len(tokens) == 2 + row  # rows 0, 3, 6 end after 2, 5, 8 tokens
+
+    got = sample(model, prompts, 2, Sampling(16), pad_id=PAD, stop_ids={STOP}, stop=stop)
+    for row, (ids, whole) in enumerate(zip(got.ids, full.ids, strict=True)):
+        kept = min(2 + row, len(whole)) if row % 3 == 0 else len(whole)
+        assert ids == whole[:kept]
+        assert len(got.logprobs[row]) == len(ids)
+    assert all(length >= 1 for _, length in asked)
+    assert not [a for a in asked if a[0] == 0 and a[1] > 2]  # an ended row is not asked again
+    with pytest.raises(ValueError, match="prefix_cache"):
+        sample(model, prompts, 1, Sampling(4), pad_id=PAD, stop_ids={STOP}, stop=stop,
+               prefix_cache=PrefixCache(1000))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import functools
 import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +30,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 from tooltune.config import ConfigError, Registry
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, MissingPrediction, Sampling
-from tooltune.prompts import prompt_tools, render_prompt
+from tooltune.parsing import prefix_fails
+from tooltune.prompts import grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall
 
 if TYPE_CHECKING:  # protocol's run identity asks this registry, so the registry leaves protocol unimported
@@ -117,6 +119,9 @@ class Task:
     messages: list[dict[str, Any]]
     score: Callable[[str], Verdict]
     tools: list[dict[str, Any]] | None = None
+    decided: Callable[[str], bool] | None = None
+    """True when every completion that starts with the given text gets the same verdict (generation may
+    stop there: `format_decided`); None: the verdict is known only at the end."""
 
 
 @dataclass
@@ -153,10 +158,23 @@ def render_task(sample: Sample, controls: Controls, extra: str = "") -> list[dic
 
 
 def single_turn_task(sample: Sample, category: str, controls: Controls, score: Callable[[str], Verdict],
-                     extra: str = "") -> Task:
-    """A `Task` for `sample`: rendered under `controls` (tools to the chat template for ``native``)."""
+                     extra: str = "", decided: Callable[[str], bool] | None = None) -> Task:
+    """A `Task` for `sample`: rendered under `controls` (tools to the chat template for ``native``);
+    `decided`: see `Task.decided` (`format_decided`)."""
     messages = render_task(sample, controls, extra)
-    return Task(sample.id, category, messages, score, prompt_tools(sample, controls))
+    return Task(sample.id, category, messages, score, prompt_tools(sample, controls), decided)
+
+
+def format_decided(controls: Controls) -> Callable[[str], bool] | None:
+    """`Task.decided` for a scorer whose verdict on a completion whose format fails (the grammar decodes
+    no calls) does not depend on the completion's text: a prefix that no continuation can complete into
+    a passing format (`tooltune.parsing.prefix_fails` under the controls' grammar and mode) decides the
+    verdict. None where the grammar never knows before the end. A benchmark passes it only for entries
+    whose scorer reads nothing but the decoded calls (not, say, an answer phrase in free text)."""
+    grammar = grammar_for(controls.prompt_template)
+    if grammar.prefix_fails is None:
+        return None
+    return functools.partial(prefix_fails, grammar=grammar, mode=controls.mode)
 
 
 def answer_policy(answers: Mapping[str, str], play_episode: Callable[[GenerationRequest], str] | None = None

@@ -181,7 +181,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         try:
             summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
                                sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                               user_backend=user_backend, subset=opts.subset_spec(), failures=failures)
+                               user_backend=user_backend, subset=opts.subset_spec(), failures=failures,
+                               stop_decided=opts.stop_decided)
         except TooManyFailures as e:
             print(f"tooltune eval {args.benchmark}: {e}", file=sys.stderr)
             return EXIT_FAILED

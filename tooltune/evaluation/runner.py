@@ -118,6 +118,14 @@ class RunOptions:
         "Score only the entries whose ids this file lists (one id per line, # comments); an id that is "
         "no entry of the categories evaluated is refused.",
     )
+    stop_decided: bool = option(
+        True,
+        "End a local model's greedy completion as soon as its verdict is decided: under the strict format "
+        "of a two-block template (tool_n1, r2if) a prefix that no continuation can complete into a passing "
+        "format is a failed format whatever follows (docs/evaluation.md). Verdicts are unchanged; the "
+        "recorded completion is the text up to that point. Recorded in the manifest, not in the run's "
+        "identity.",
+    )
 
     def validate(self) -> RunOptions:
         check_values(self)
@@ -158,8 +166,10 @@ def _progress(total: int, desc: str) -> Any:
 def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
              log: VerdictLog, partial: bool = False, progress: Any = None,
              completions: TextIO | None = None, user_backend: Backend | None = None,
-             gate: FailureGate | None = None, run_dir: Path | None = None) -> None:
+             gate: FailureGate | None = None, run_dir: Path | None = None, stop_decided: bool = True) -> None:
     """Generate and score every unfinished task of one seed; verdicts go to `log` as each answer comes.
+    With `stop_decided` a greedy completion ends as soon as its verdict is decided (`Task.decided`; a
+    sampled one runs to its end: a row leaving its batch early changes the other rows' random draws).
 
     Raw completions go to `completions` (a predictions file: replay it with `--predictions`). An entry
     whose generation fails for good goes to `gate` (`tooltune.evaluation.failures`; default: the
@@ -192,7 +202,8 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
                 record(Verdict(t.id, t.category, False, "missing_prediction"))
         todo = [t for t in todo if has(t.id)]
     reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
-                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id, tools=t.tools)
+                              max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id, tools=t.tools,
+                              stop_when=t.decided if stop_decided and sampling.temperature == 0 else None)
             for t in todo]
     for i, got in stream_results(backend, reqs, sampling.batch_size):
         if isinstance(got, GenerationFailure):
@@ -333,6 +344,7 @@ def evaluate(
     user_backend: Backend | None = None,
     subset: SubsetSpec | None = None,
     failures: FailurePolicy | None = None,
+    stop_decided: bool = True,
 ) -> dict[str, Any]:
     """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
 
@@ -346,6 +358,8 @@ def evaluate(
     An entry whose generation fails for good is scored as a missing answer and counted in the summary's
     ``generation_failures``; `failures` says when failures stop the run (`failures.TooManyFailures`) and
     whether a resumed run generates the failed entries again (`tooltune.evaluation.failures`).
+    `stop_decided` (`RunOptions.stop_decided`) ends each greedy completion once its verdict is decided; it is
+    recorded in the manifest and is not part of the run's identity (no verdict depends on it).
 
     `out_dir` must be new or empty, or hold this same run when `resume` is set (`rundir.RunMismatch`
     otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when another process
@@ -366,6 +380,7 @@ def evaluate(
     digests = {str(s): d for s, b in backends if (d := predictions_sha256(b)) is not None}
     manifest = build_manifest(benchmark, cats, controls, seeds, model, names, prep.data_files,
                               asdict(sampling) | {"partial": partial}, prep.system_extra, digests, chosen)
+    manifest["stop_decided"] = stop_decided  # recorded, outside the identity: it changes no verdict
     n_items = len(prep.tasks) + len(prep.episodes)
     with RunLock(out):
         resuming = check_identity(out, run_identity(manifest), resume)
@@ -387,7 +402,7 @@ def evaluate(
                         _keep_scored_completions(path, {i for s, i in log.done if s == seed})
                     with open(path, "a" if resuming else "w", encoding="utf-8") as f:
                         run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend,
-                                 gate, out)
+                                 gate, out, stop_decided)
             finally:
                 if bar is not None:
                     bar.close()

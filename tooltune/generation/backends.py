@@ -25,7 +25,7 @@ from tooltune.generation.base import (
 )
 from tooltune.generation.endpoint import OpenAIBackend, hermes_text, openai_messages
 from tooltune.generation.predictions import read_predictions
-from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, sample
+from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, StopCheck, sample
 from tooltune.models.loading import load_model_and_tokenizer
 from tooltune.prompts import encode_chat, render_answer
 
@@ -130,6 +130,29 @@ class HFBackend:
         pad = self.tokenizer.pad_token
         return text.replace(pad, "") if pad else text
 
+    def settled_text(self, ids: Sequence[int]) -> str:
+        """The text of a completion's first tokens `ids` that its full text starts with, whatever comes
+        next: `_decode`'s text without a trailing incomplete character (a character split across tokens
+        reads as U+FFFD until its last byte comes) and without a trailing start of the padding token's
+        text (`_decode` removes that text once it is complete)."""
+        text = self._decode(ids).rstrip("\ufffd")
+        pad = self.tokenizer.pad_token or ""
+        for k in range(min(len(pad) - 1, len(text)), 0, -1):
+            if text.endswith(pad[:k]):
+                return text[:-k]
+        return text
+
+    def _stop_check(self, checks: Sequence[Callable[[str], bool] | None], n: int) -> StopCheck | None:
+        """The rollout's stop check for a batch whose request j has `checks[j]` (rows j*n .. j*n+n-1)."""
+        if not any(checks):
+            return None
+
+        def stop(row: int, ids: list[int]) -> bool:
+            check = checks[row // n]
+            return check is not None and check(self.settled_text(ids))
+
+        return stop
+
     def generate(self, requests: list[GenerationRequest]) -> list[list[str]]:
         out: list[list[str]] = [[] for _ in requests]
         groups: dict[tuple, list[int]] = {}
@@ -142,7 +165,8 @@ class HFBackend:
                 prompts = [self.prompt_ids(requests[i]) for i in chunk]
                 self._check_length(max(map(len, prompts)) + max_new)
                 got = sample(self.model, prompts, n, sampling, pad_id=self.tokenizer.pad_token_id,
-                             stop_ids=self._stop_ids, path=self.rollout_path)
+                             stop_ids=self._stop_ids, path=self.rollout_path,
+                             stop=self._stop_check([requests[i].stop_when for i in chunk], n))
                 for j, i in enumerate(chunk):
                     out[i] = [self._decode(ids) for ids in got.ids[j * n : (j + 1) * n]]
         return out

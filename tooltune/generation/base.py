@@ -16,7 +16,7 @@ by request id, every later request of a failed id answered "" without asking aga
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,6 +30,10 @@ class GenerationRequest:
     `tools` are OpenAI-style function schemas for the chat template (``apply_chat_template(tools=…)``),
     set under a template whose tools are not in the messages (``native``,
     `tooltune.prompts.prompt_tools`); the replay and scripted backends ignore them.
+    `stop_when(text)` is True when the completion so far (`text`) already decides what the caller reads
+    from it (an evaluation whose verdict no continuation can change): a backend that can stop a
+    completion early (the local model) returns that text, a prefix of the full completion; the others
+    ignore it.
     """
 
     messages: list[dict]
@@ -41,6 +45,7 @@ class GenerationRequest:
     id: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
     tools: list[dict] | None = None
+    stop_when: Callable[[str], bool] | None = None
 
 
 @runtime_checkable

@@ -15,8 +15,10 @@ The ``group_prefill`` path:
 4. one decode loop carries every row of the call (on CPU with grouped KV heads passed to torch's
    attention as they are, not repeated per query head): temperature, top-k and top-p as transformers
    applies them, a `torch.Generator` seeded from `Sampling.seed`; each sampled token's log-prob is the
-   log-softmax of the temperature-scaled logits (as TRL scores it); a finished row writes padding, and
-   once a quarter of the rows in the loop have finished they leave it (their cache rows dropped);
+   log-softmax of the temperature-scaled logits (as TRL scores it); a row finishes on a stop token, or
+   when the caller's `StopCheck` says its tokens so far decide its outcome (evaluation: a format that no
+   continuation can pass); a finished row writes padding, and once a quarter of the rows in the loop have
+   finished they leave it (their cache rows dropped);
 5. with a `PrefixCache`, a context that starts with a held sequence (an episode's previous turn)
    prefills only the tokens after the longest common prefix; every row's sequence is stored after the
    call for the next turn.
@@ -63,6 +65,9 @@ logger = logging.getLogger(__name__)
 PATHS = ("auto", "group_prefill", "generate")
 _FORCE_GQA = "TRANSFORMERS_SDPA_FORCE_GQA"  # read by transformers' sdpa attention at every call
 _logged: set[str] = set()
+
+StopCheck = Callable[[int, list[int]], bool]
+"""(row, the row's new tokens so far) -> True when the row may end here (group-prefill path)."""
 
 
 @dataclass(frozen=True)
@@ -148,15 +153,20 @@ def sample(
     stop_ids: Collection[int],
     path: str = "auto",
     prefix_cache: PrefixCache | None = None,
+    stop: StopCheck | None = None,
 ) -> Rollouts:
     """n completions of each prompt (token ids), rows returned prompt-major. `stop_ids` end a row (the
     stop token is kept); `pad_id` fills finished rows. `path` forces a path (`choose_path`); `prefix_cache`
-    (group-prefill path only) reuses and stores the keys of earlier sequences."""
+    (group-prefill path only) reuses and stores the keys of earlier sequences. `stop(row, tokens)` (row in
+    the returned order) is asked after each token of an unfinished row and ends it when true, the tokens
+    so far kept (group-prefill path only: ``generate`` runs every row to a stop token or the budget)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     empty = [i for i, p in enumerate(prompts) if len(p) == 0]
     if empty:
         raise ValueError(f"prompt {empty[0]} is empty: a completion needs at least one prompt token")
+    if stop is not None and prefix_cache is not None:
+        raise ValueError("stop and prefix_cache cannot be combined: a stopped row's sequence is not stored")
     chosen, why = choose_path(model, path)
     level = logging.INFO if chosen == "group_prefill" or path == "generate" else logging.WARNING
     log_once(f"rollouts on the {chosen} path: {why}", level)
@@ -172,7 +182,8 @@ def sample(
                 ids, logps = _generate(model, prompts, n, sampling, pad_id, stop_ids)
             else:
                 with _grouped_kv_heads_on_cpu(_device(model)):
-                    ids, logps = _group_prefill(model, prompts, n, sampling, pad_id, stop_ids, prefix_cache)
+                    ids, logps = _group_prefill(model, prompts, n, sampling, pad_id, stop_ids, prefix_cache,
+                                                stop)
     finally:
         if was_training:
             model.train()
@@ -191,6 +202,7 @@ def _group_prefill(
     pad_id: int,
     stop_ids: Collection[int],
     prefix_cache: PrefixCache | None,
+    stop: StopCheck | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
     import torch  # deferred: torch is heavy
 
@@ -232,9 +244,9 @@ def _group_prefill(
 
     attention = cascade_attention.cascade_decoding(model) if problem is None else contextlib.nullcontext()
     with attention:
-        new, logps = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids,
-                             retire if prefix_cache is not None else None)
-    ids = [_cut(row, stop_ids) for row in new.tolist()]
+        new, logps, ends = _decode(model, cache, mask, positions, logits, sampling, pad_id, stop_ids,
+                                   retire if prefix_cache is not None else None, stop)
+    ids = [_cut(row[:end], stop_ids) for row, end in zip(new.tolist(), ends, strict=True)]
     return ids, [lp[: len(i)] for lp, i in zip(logps.tolist(), ids, strict=True)]
 
 
@@ -324,8 +336,10 @@ def _decode(
     pad_id: int,
     stop_ids: Collection[int],
     retire: Callable[..., None] | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The decode loop over every row at once: (new tokens, their log-probs), ``[rows, steps]``.
+    stop: StopCheck | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """The decode loop over every row at once: (new tokens, their log-probs), ``[rows, steps]``, and the
+    tokens each row keeps (all its steps, except a row that `stop` ended: its tokens up to that point).
 
     Once a quarter of the rows in the loop have finished, the loop goes on without them (their cache rows
     are dropped: a copy of the others' filled slots, about one step of a concatenating cache), so that
@@ -343,11 +357,17 @@ def _decode(
     rows = torch.arange(total, device=device)  # the output row of each row of the loop
     done = torch.zeros(total, dtype=torch.bool, device=device)
     width, keep, steps = cache.get_seq_length(), _keep_last(model), 0
+    ends = [sampling.max_new_tokens] * total
     for step in range(sampling.max_new_tokens):
         token, logp = _pick(logits, sampling, generator)
         token = token.masked_fill(done, pad_id)
         tokens[rows, step], logps[rows, step] = token, logp.masked_fill(done, 0.0)
         done |= torch.isin(token, stops)
+        if stop is not None:
+            for i in (~done).nonzero()[:, 0].tolist():
+                row = int(rows[i])
+                if stop(row, tokens[row, : step + 1].tolist()):
+                    done[i], ends[row] = True, step + 1
         steps = step + 1
         if steps == sampling.max_new_tokens or bool(done.all()):
             break
@@ -367,7 +387,7 @@ def _decode(
         logits = out.logits[:, -1].float()
     if retire is not None:
         retire(cache, mask, list(range(len(rows))), rows.tolist(), tokens)
-    return tokens[:, :steps], logps[:, :steps]
+    return tokens[:, :steps], logps[:, :steps], [min(end, steps) for end in ends]
 
 
 def _pick(logits: torch.Tensor, sampling: Sampling, generator: Any) -> tuple[torch.Tensor, torch.Tensor]:

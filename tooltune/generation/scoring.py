@@ -8,6 +8,7 @@ here and the training signal cannot disagree.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from tooltune import config as config_mechanism
 from tooltune.config import option
 from tooltune.generation.backends import Backend, GenerationRequest
 from tooltune.matching import exact_match
-from tooltune.parsing import Grammar
+from tooltune.parsing import Grammar, prefix_fails
 from tooltune.prompts import PromptLike, PromptTemplate, as_prompt, grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall, calls_from_any
 
@@ -89,6 +90,7 @@ def score_prompts(
     on_chunk: ChunkCallback | None = None,
     progress: str | None = None,
     tools: Sequence[list[dict[str, Any]] | None] | None = None,
+    stop_decided: bool = True,
 ) -> list[list[float]]:
     """Exact-match rewards of `n` completions for each rendered prompt against its answer.
 
@@ -99,10 +101,16 @@ def score_prompts(
     one seed for every request or one per prompt; `progress` names a progress bar (none when None).
     `tools` is one chat-template tool list per prompt (`tooltune.prompts.prompt_tools`, None for a prompt
     without), for a template whose tools go to the chat template (``native``); the backend passes them
-    to the chat template.
+    to the chat template. With `stop_decided`, greedy completions scored with the format required end as
+    soon as no continuation can pass the format (`tooltune.parsing.prefix_fails`: their reward is 0
+    whatever follows); sampled ones always run to the end (a row that leaves a batch early changes
+    which random numbers the other rows draw).
     """
     sampling = sampling or Sampling()
     grammar = grammar_for(template)
+    stop_when = None
+    if stop_decided and require_format and sampling.temperature == 0 and grammar.prefix_fails is not None:
+        stop_when = functools.partial(prefix_fails, grammar=grammar, mode=mode)
     gold: list[list[ToolCall]] = [calls_from_any(a, f"answers[{i}]") for i, a in enumerate(answers)]
     if len(gold) != len(prompts):
         raise ValueError(f"answers: expected one per prompt ({len(prompts)}), got {len(gold)}")
@@ -111,7 +119,7 @@ def score_prompts(
     requests = [
         GenerationRequest(messages=list(p), n=n, temperature=sampling.temperature,
                           max_new_tokens=sampling.max_new_tokens, seed=seed,
-                          id=ids[i] if ids is not None else None,
+                          id=ids[i] if ids is not None else None, stop_when=stop_when,
                           **({"tools": tools[i]} if tools is not None and tools[i] else {}))
         for i, (p, seed) in enumerate(zip(prompts, _seeds(seeds, len(prompts))))
     ]
@@ -142,6 +150,7 @@ def score_samples(
     require_format: bool = True,
     on_chunk: ChunkCallback | None = None,
     progress: str | None = None,
+    stop_decided: bool = True,
 ) -> list[list[float]]:
     """Render each sample under `prompt` (`tooltune.prompts.PromptControls`, or a template name for the
     default controls with that template), generate `n` completions, score each by exact match under the
@@ -154,5 +163,5 @@ def score_samples(
     return score_prompts(
         backend, prompts, [s.answer for s in samples], p.grammar, n, sampling, seeds=seeds,
         ids=[s.id for s in samples], mode=mode, require_format=require_format, on_chunk=on_chunk,
-        progress=progress, tools=tools if any(tools) else None,
+        progress=progress, tools=tools if any(tools) else None, stop_decided=stop_decided,
     )

@@ -59,6 +59,27 @@ def parse_completion(text: Any, grammar: str | Grammar = "tool_n1", mode: str = 
     return _safe_decode(g, text, mode)
 
 
+def prefix_fails(text: Any, grammar: str | Grammar = "tool_n1", mode: str = "strict") -> bool:
+    """True when no completion that starts with `text` can pass `grammar`'s format under `mode`: every
+    such completion decodes to ``calls=None``, so a verdict that depends on the completion only through
+    a failed format is decided and generation may stop. False when it is not known yet (and for
+    grammars without a prefix rule: `Grammar.prefix_fails` is None). The rules are the decoder's own
+    (`two_blocks._TwoBlocks.prefix_fails`). Never raises on `text`; linear in its length.
+
+    `text` must be a prefix of the completion that would be scored: a generator checks the text of the
+    tokens so far without a trailing incomplete character."""
+    g = get_grammar(grammar)
+    if mode not in MODES:
+        raise ValueError(f"unknown format mode {mode!r}; expected one of {MODES}")
+    if g.prefix_fails is None or not isinstance(text, str):
+        return False
+    try:
+        return g.prefix_fails(text, mode)
+    except Exception:  # a parser bug must never stop a generation: "not known" is always safe
+        logger.exception("parser failure on %d characters", len(text))
+        return False
+
+
 def parse_calls(text: Any, grammar: str | Grammar = "tool_n1") -> Parsed:
     """Read only the calls (no format term): the call block `substring` mode reads (the last one; for
     ``toolrl`` the one ToolRL reads), whatever surrounds it, decoded under that mode's rules.
@@ -117,6 +138,7 @@ __all__ = [
     "parse_completion",
     "parse_json_calls",
     "parse_parts",
+    "prefix_fails",
     "parse_python_calls",
     "python_calls",
     "python_literal",

@@ -125,6 +125,9 @@ class Grammar:
     """(text, mode) -> Parts, for grammars whose format has a reasoning half and a call half."""
     default_reasoning: ReasoningWriter | None = None
     """Writes the reasoning of a rendered answer whose data has none (None: no reasoning is written)."""
+    prefix_fails: Callable[[str, str], bool] | None = None
+    """(text, mode) -> True when every text starting with `text` fails the mode's format (see
+    `tooltune.parsing.prefix_fails`); None: the grammar never knows before the end."""
 
     @property
     def tags(self) -> tuple[str, ...]:
@@ -309,10 +312,10 @@ def register_grammar(grammar: Grammar) -> Grammar:
 for _grammar in (
     Grammar("tool_n1", TOOL_N1.decode, _render_tool_n1, _THINK, _TOOL_CALL, two_blocks=True,
             continuation=(_THINK[0], f"{_THINK[1]}\n{_TOOL_CALL[0]}\n"), split=TOOL_N1.parts,
-            default_reasoning=tool_n1_reasoning),
+            default_reasoning=tool_n1_reasoning, prefix_fails=TOOL_N1.prefix_fails),
     Grammar("r2if", R2IF.decode, _render_r2if, _REASON, _TOOL, two_blocks=True, rejection=R2IF_REJECTION,
             continuation=(_REASON[0], f"{_REASON[1]}{_TOOL[0]}"), split=R2IF.parts,
-            default_reasoning=r2if_reasoning),
+            default_reasoning=r2if_reasoning, prefix_fails=R2IF.prefix_fails),
     Grammar("toolrl", decode_toolrl, _render_toolrl, _THINK, _TOOL_CALL, response=_RESPONSE,
             default_reasoning=tool_n1_reasoning),
     Grammar("hermes", _decode_hermes, _render_hermes, _THINK, _TOOL_CALL),

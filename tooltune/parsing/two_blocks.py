@@ -112,6 +112,50 @@ class _TwoBlocks:
             return None, f"no complete {self.call[0]}…{self.call[1]} block", False
         return self.block(text[c[0] : c[1]], ORIGINAL)
 
+    # --- prefixes: when no continuation can pass the format ------------------------------------------
+
+    def prefix_fails(self, text: str, mode: str) -> bool:
+        """True when every text that starts with `text` fails `mode`'s format (`decode` gives calls None),
+        so a generator may stop there without changing any verdict read from the format. False means
+        "not known yet"; only rules that no continuation can undo are used, each one a rule of `decode`:
+
+        strict: a tag of either block twice (each appears exactly once); non-whitespace before the
+        reasoning block, between it and the call block, or after the call block; a call tag inside the
+        reasoning; an empty reasoning block; a closed call block that does not decode (what follows it
+        can only be whitespace, which changes nothing, or text, which fails). substring: a second
+        reasoning tag, or a call tag before the closing reasoning tag (the scorer needs both reasoning
+        tags exactly once, the closing one before the first call tag); text around the blocks is allowed,
+        so nothing else is final. Linear in `text`."""
+        (r_open, r_close), (c_open, c_close) = self.think, self.call
+        if mode == "substring":
+            if text.count(r_open) > 1 or text.count(r_close) > 1:
+                return True
+            first_call = text.find(c_open)
+            return first_call >= 0 and r_close not in text[:first_call]
+        if mode != "strict":
+            return False
+        if any(text.count(tag) > 1 for tag in (r_open, r_close, c_open, c_close)):
+            return True
+        head = text.lstrip()
+        if not head.startswith(r_open):
+            return not r_open.startswith(head)  # still writing the opening tag, or something else
+        end = head.find(r_close)
+        if end < 0:
+            inside = head[len(r_open) :]
+            return c_open in inside or c_close in inside
+        reasoning = head[len(r_open) : end]
+        if c_open in reasoning or c_close in reasoning or not reasoning.strip():
+            return True
+        rest = head[end + len(r_close) :].lstrip()
+        if not rest.startswith(c_open):
+            return not c_open.startswith(rest)
+        close = rest.find(c_close)
+        if close < 0:
+            return False  # inside the call block: its JSON is judged when it closes
+        if rest[close + len(c_close) :].strip():
+            return True
+        return self.decode(text, "strict").calls is None
+
     # --- grammar interface ---------------------------------------------------------------------------
 
     def decode(self, text: str, mode: str) -> Parsed:

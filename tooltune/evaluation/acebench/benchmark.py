@@ -25,6 +25,7 @@ from tooltune.evaluation.benchmark import (
     ProvidesAceGold,
     SimulatesUsers,
     answer_policy,
+    format_decided,
     register_benchmark,
     single_turn_task,
     split_categories,
@@ -86,7 +87,9 @@ class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
             logger.warning("%s", agent.USER_SIM_SKIP_MESSAGE)
         kept = [c for c in cats if c not in skipped]
         extra = scoring.SYSTEM_SUFFIX
-        tasks = [single_turn_task(s, c, controls, partial(_score, s, c, controls), extra)
+        decided = format_decided(controls)  # normal entries: a failed format fails; special ones read text
+        tasks = [single_turn_task(s, c, controls, partial(_score, s, c, controls), extra,
+                                  decided if c.startswith("normal") else None)
                  for c, s in data.load_samples(data_dir, cats)]
         return Prepared(tasks, data.data_files(data_dir, kept), data.load_agent_entries(data_dir, kept),
                         _run_agent, extra, [f"{c}: {agent.USER_SIM_SKIP_MESSAGE}" for c in skipped])

@@ -16,6 +16,7 @@ from tooltune.evaluation.benchmark import (
     Prepared,
     ProvidesAceGold,
     answer_policy,
+    format_decided,
     register_benchmark,
     single_turn_task,
     split_categories,
@@ -40,7 +41,8 @@ class ApiBankBenchmark(ProvidesAceGold, Benchmark):
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Prepared:
         levels = split_categories(categories) or list(apibank.LEVELS)
-        tasks = [single_turn_task(s, lv, controls, partial(_score, s, lv, controls))
+        decided = format_decided(controls)  # a failed format is a failed request
+        tasks = [single_turn_task(s, lv, controls, partial(_score, s, lv, controls), decided=decided)
                  for lv, s in apibank.load_samples(data_dir, levels)]
         # official verdicts compare with the dialogues' recorded results: their files are inputs too
         files = apibank.data_files(data_dir, levels) + apibank.dialogue_files(data_dir, levels)

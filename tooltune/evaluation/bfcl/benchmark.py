@@ -20,6 +20,7 @@ from tooltune.evaluation.benchmark import (
     ProvidesAceGold,
     Task,
     answer_policy,
+    format_decided,
     register_benchmark,
     single_turn_task,
 )
@@ -159,8 +160,9 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
         configs = [c for c in cats if c in FORMAT_SENSITIVITY]
         entries = bfcl.load_entries([c for c in cats if c not in FORMAT_SENSITIVITY])
         scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
+        decided = format_decided(controls)  # a failed format: "no call" (irrelevance) or a failed entry
         tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
-                                  lambda text, e=e: scorer.score(e, text))
+                                  lambda text, e=e: scorer.score(e, text), decided=decided)
                  for e in entries if e.category not in EPISODES]
         episodes = [e for e in entries if e.category in EPISODES]
         skipped = []
