@@ -21,14 +21,14 @@ repository root, offline, on CPU:
 (c) agentic: environment tasks (synthetic_chain, generated here) are exported as
     agentic verl rows with their tool config (`tooltune data export --format verl`); verl's
     `initialize_tools_from_config` instantiates `tooltune.integrations.verl.tools.EnvironmentTool`
-    from that config, verl's `RLHFDataset` reads the parquet (agent_name, tools_kwargs), and each task's
-    gold calls are driven through create / execute / release as verl's `ToolAgentLoop` does (with verl's
-    own `AgentData`), then scored by `outcome_score` (1.0), as are a wrong trajectory (0.0) and a row
-    whose task does not load (a failed step, no exception); the same tools driven directly under one
-    instance id are judged by calc_reward; the verl command of docs/integrations.md is composed onto
-    verl's config and validated. (The ``bfcl`` and ``mcp`` environments need bfcl-eval and
-    the `mcp` SDK, which this environment does not hold; tests/test_integrations_verl_sessions.py runs
-    the same lifecycle on them without verl.)
+    from that config, verl's `RLHFDataset` reads the parquet (agent_name, tools_kwargs), and verl's own
+    `ToolAgentLoop.run` plays each task, only its LLM server replaced by scripted replies (one call a
+    turn, then an answer without calls: `ScriptedServer`): the gold calls score 1.0 through verl's reward
+    loop and `outcome_score`, a wrong trajectory 0.0, and a row whose task does not load is a failed
+    step (no exception); the same tools driven directly under one instance id are judged by
+    calc_reward; the verl command of docs/integrations.md is composed onto verl's config and validated.
+    (The ``bfcl`` and ``mcp`` environments need bfcl-eval and the `mcp` SDK, which this environment does
+    not hold; tests/test_integrations_verl_sessions.py runs the same lifecycle on them without verl.)
 
 Exit status 0 when everything passes; otherwise the failures are listed and the status is 1.
 """
@@ -55,6 +55,22 @@ from tooltune.integrations.verl.launch import VERL_ENTRY, launch_command  # noqa
 
 # Reward components whose models this environment does not hold (see the module docstring).
 OFFLINE_UNAVAILABLE = ("cer", "smv")
+
+
+class ScriptedServer:
+    """verl's LLM server client (`generate`, as `ToolAgentLoop` calls it) answering with scripted replies:
+    each call returns the next reply's token ids, and a plain answer once they run out."""
+
+    def __init__(self, tokenizer: Any, replies: list[str]) -> None:
+        self.tokenizer, self.replies = tokenizer, list(replies)
+
+    async def generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> Any:
+        from verl.workers.rollout.replica import TokenOutput
+
+        text = self.replies.pop(0) if self.replies else "done"
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return TokenOutput(token_ids=ids, stop_reason="completed")
 
 
 def overrides_of(settings: dict[str, Any], train_files: str, val_files: str) -> list[str]:
@@ -271,7 +287,8 @@ def check_agentic(work: Path, n_tasks: int) -> str:
     """(c): agentic export -> verl's tool config loader, RLHFDataset, the tool lifecycle, the reward."""
     import asyncio
 
-    from verl.experimental.agent_loop.tool_agent_loop import AgentData
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
     from verl.experimental.reward_loop import RewardLoopWorker
     from verl.tools.tool_registry import initialize_tools_from_config
     from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -299,6 +316,9 @@ def check_agentic(work: Path, n_tasks: int) -> str:
     tok = hf_tokenizer(str(tok_dir))
     config = compose([f"data.train_files={parquet}", f"data.val_files={parquet}",
                       "data.filter_overlong_prompts_workers=1", f"actor_rollout_ref.model.path={tok_dir}",
+                      "data.max_response_length=4096", "actor_rollout_ref.rollout.multi_turn.enable=True",
+                      "actor_rollout_ref.rollout.multi_turn.format=hermes",
+                      "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=8",
                       "reward.custom_reward_function.path=tooltune/integrations/verl/sessions.py",
                       "reward.custom_reward_function.name=outcome_score"])
     worker = RewardLoopWorker(config)  # loads outcome_score by file path, as verl's workers do
@@ -307,20 +327,21 @@ def check_agentic(work: Path, n_tasks: int) -> str:
         raise AssertionError(f"RLHFDataset kept {len(dataset)} of {len(tasks)} rows")
     by_id = {task.id: task for task in tasks}
 
-    async def trajectory(row: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[dict, list[str]]:
-        """The calls run as ToolAgentLoop._call_tool runs them: the trajectory's fields, tool messages."""
-        data = AgentData(messages=list(row["raw_prompt"]), image_data=None, video_data=None, audio_data=None,
-                         mm_processor_kwargs=None, metrics={}, request_id="check",
-                         tools_kwargs=row["tools_kwargs"])
-        texts = []
-        for call in calls:
-            tool = tools[call["name"]]
-            kwargs = row["tools_kwargs"].get(call["name"]) or {}
-            instance_id, _ = await tool.create(create_kwargs=kwargs.get("create_kwargs", {}))
-            response, _, _ = await tool.execute(instance_id, call["arguments"], agent_data=data)
-            await tool.release(instance_id)
-            texts.append(response.text)
-        return data.extra_fields, texts
+    def trajectory(row: dict[str, Any], calls: list[dict[str, Any]]) -> tuple[dict, str]:
+        """verl's `ToolAgentLoop.run` on `row`, the model scripted to make `calls` one a turn and then
+        answer: the trajectory's fields (what the agent loop hands the reward) and its tool messages."""
+        replies = ["<tool_call>\n" + json.dumps(call) + "\n</tool_call>" for call in calls] + ["done"]
+        server, offered = ScriptedServer(tok, replies), ToolListWrap(list(tools.values()))
+        agent = ToolAgentLoop(trainer_config=DictConfigWrap(config), server_manager=server, tokenizer=tok,
+                              processor=None, dataset_cls=RLHFDataset,
+                              data_config=DictConfigWrap(config.data), tools=offered)
+        out = agent.loop.run_until_complete(agent.run(  # the loop the agent bound its executor calls to
+            sampling_params={}, raw_prompt=row["raw_prompt"], tools_kwargs=row["tools_kwargs"],
+            extra_info=row["extra_info"]))
+        if out.num_turns != 2 * len(calls) + 2:  # the prompt, each call and its tool message, the answer
+            raise AssertionError(f"the agent loop ran {out.num_turns} turns for {len(calls)} calls")
+        tool_tokens = [t for t, m in zip(out.response_ids, out.response_mask) if m == 0]
+        return out.extra_fields, tok.decode(tool_tokens)
 
     async def direct(task: Any, calls: list[dict[str, Any]]) -> float:
         for call in calls:
@@ -339,11 +360,11 @@ def check_agentic(work: Path, n_tasks: int) -> str:
                 t.name for t in task.tools):
             problems.append(f"{task.id}: agent_name / tool_selection not as verl reads them")
         gold = gold_calls(task)
-        gold_fields, _ = loop.run_until_complete(trajectory(row, gold))
-        wrong_fields, wrong_texts = loop.run_until_complete(trajectory(row, gold[:1] * 2 + [
-            {"name": gold[0]["name"], "arguments": {"no_such_argument": 1}}]))
+        gold_fields, _ = trajectory(row, gold)
+        wrong_fields, wrong_text = trajectory(row, gold[:1] * 2 + [
+            {"name": gold[0]["name"], "arguments": {"no_such_argument": 1}}])
         broken = {**row, "tools_kwargs": {"tooltune": {"create_kwargs": {"task": "{cut"}}}}
-        _, broken_texts = loop.run_until_complete(trajectory(broken, gold[:1]))
+        _, broken_text = trajectory(broken, gold[:1])
         direct_score = loop.run_until_complete(direct(task, gold))
         # one extra_info per rollout, as the agent loop's per-trajectory call to the reward worker has it
         batch += [({**row, "extra_info": dict(row["extra_info"])}, text) for text in ("done", "done", "")]
@@ -351,10 +372,10 @@ def check_agentic(work: Path, n_tasks: int) -> str:
         expected += [1.0, 0.0, outcome_score("", "", None, row["extra_info"])]  # no step: the initial state
         if direct_score != 1.0:
             problems.append(f"{task.id}: the gold calls score {direct_score} driven directly")
-        if "unknown argument" not in wrong_texts[-1]:
-            problems.append(f"{task.id}: a call with a wrong argument answers {wrong_texts[-1][:120]}")
-        if "did not load" not in broken_texts[0]:
-            problems.append(f"{task.id}: a broken task answers {broken_texts[0][:120]}")
+        if "unknown argument" not in wrong_text:
+            problems.append(f"{task.id}: a call with a wrong argument answers {wrong_text[-120:]}")
+        if "did not load" not in broken_text:
+            problems.append(f"{task.id}: a broken task answers {broken_text[:120]}")
         if OUTCOME_FIELD in row["extra_info"]:
             problems.append(f"{task.id}: the outcome leaked into the dataset row")
     loop.close()
@@ -363,9 +384,9 @@ def check_agentic(work: Path, n_tasks: int) -> str:
         problems.append(f"verl's reward loop scores {scores}, expected {expected}")
     if problems:
         raise AssertionError("; ".join(problems[:5]))
-    return (f"{len(dataset)} task rows, {len(tools)} EnvironmentTools from the generated config; verl's "
-            f"reward loop (outcome_score): gold trajectories {scores[0::3]}, wrong {scores[1::3]}, "
-            f"no call {scores[2::3]}; broken tasks: failed steps")
+    return (f"{len(dataset)} task rows, {len(tools)} EnvironmentTools from the generated config, played by "
+            f"verl's ToolAgentLoop; verl's reward loop (outcome_score): gold trajectories {scores[0::3]}, "
+            f"wrong {scores[1::3]}, no call {scores[2::3]}; broken tasks: failed steps")
 
 
 def main(argv: list[str] | None = None) -> int:
