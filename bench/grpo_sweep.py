@@ -147,11 +147,14 @@ def cpu_curve(res: dict[str, Any]) -> list[tuple[float, float, float]]:
 
 def speedup(base: dict[str, Any], other: dict[str, Any]) -> dict[str, Any] | None:
     """The efficiency paper's measure: training CPU (and wall) time `other` took to first reach `base`'s
-    final validation, against the time `base` took to end there; None when `other` never reached it."""
+    final validation, against the time `base` took to end there ("reached" False when `other` never did,
+    None when `base` ended no higher than it started: nothing to reach); None without validation points."""
     b, o = cpu_curve(base), cpu_curve(other)
     if not b or not o:
         return None
     target = b[-1][2]
+    if target <= b[0][2]:  # BASE ended where it started: no time to reach it to compare
+        return {"target": target, "reached": None, "base_start": b[0][2]}
     hit = next((p for p in o if p[2] >= target), None)
     if hit is None:
         return {"target": target, "reached": False}
@@ -234,6 +237,9 @@ def main() -> int:
             md += (f"\n{pair[1]} reached {pair[0]}'s final validation ({100 * sp['target']:.1f}%) after "
                    f"{sp['cpu_s']:.0f} training CPU s against {sp['base_cpu_s']:.0f}: "
                    f"{sp['cpu_speedup']:.2f}x on CPU time, {sp['wall_speedup']:.2f}x on wall time.\n")
+        elif sp and sp["reached"] is None:
+            md += (f"\n{pair[0]} ended at its starting validation ({100 * sp['target']:.1f}%): there is no "
+                   "improvement whose time to reach could be compared.\n")
         elif sp:
             md += f"\n{pair[1]} did not reach {pair[0]}'s final validation ({100 * sp['target']:.1f}%).\n"
     (args.out / "sweep.md").write_text(md, encoding="utf-8")

@@ -108,3 +108,5 @@ def test_the_speedup_is_the_time_to_reach_the_base_arms_final_validation() -> No
     assert sp["reached"] and sp["cpu_s"] == 200 and sp["base_cpu_s"] == 800 and sp["cpu_speedup"] == 4.0
     assert sp["wall_speedup"] == 4.0
     assert sweep.speedup(base, arm([(0, 0, 0.25), (8, 100, 0.375)])) == {"target": 0.5, "reached": False}
+    flat = arm([(0, 0, 0.25), (8, 800, 0.25)])  # the base did not improve: nothing to reach
+    assert sweep.speedup(flat, fast) == {"target": 0.25, "reached": None, "base_start": 0.25}
