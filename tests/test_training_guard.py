@@ -26,16 +26,27 @@ def test_a_loss_that_is_not_finite_stops_at_once() -> None:
 
 def test_a_reward_that_falls_to_nothing_is_a_collapse() -> None:
     rewards = [0.4, 0.3, 0.35, 0.2, 0.05, 0.02, 0.0]
-    got = _feed(DivergenceGuard(window=3), [{"loss": 0.0, "reward": r} for r in rewards])
+    got = _feed(DivergenceGuard(window=3, window_prompts=0), [{"loss": 0.0, "reward": r} for r in rewards])
     # steps 5-7: mean 0.023 < 0.25 x 0.35 (steps 1-3); step 6's window (0.2, 0.05, 0.02) is 0.09: not yet
     assert got is not None and got[0] == 7 and "reward collapsed" in got[1] and "0.350" in got[1]
 
 
+def test_the_reward_window_holds_enough_prompts_to_tell_a_collapse_from_the_draw() -> None:
+    # a real run (SmolLM2 at lr 1e-5, 4 prompts a step): one lucky step, then the usual draw of prompts
+    rewards = [0.0, 0.594, 0.062, 0.094, 0.062, 0.0, 0.1, 0.05]
+    guard = DivergenceGuard(window=3, prompts_per_step=4)
+    assert guard.reward_window == 8  # 32 prompts
+    assert _feed(guard, [{"loss": 0.0, "reward": r} for r in rewards]) is None
+    # three steps of 4 prompts would have called it a collapse at step 6
+    assert _feed(DivergenceGuard(window=3, prompts_per_step=4, window_prompts=12),
+                 [{"reward": r} for r in rewards]) is not None
+
+
 def test_a_noisy_or_never_rewarded_run_goes_on() -> None:
     noisy = [0.3, 0.1, 0.25, 0.05, 0.2, 0.1, 0.3, 0.15, 0.1]  # falls and rises: not a collapse
-    assert _feed(DivergenceGuard(window=3), [{"reward": r, "entropy": 0.5} for r in noisy]) is None
+    assert _feed(DivergenceGuard(window=3, window_prompts=0), [{"reward": r, "entropy": 0.5} for r in noisy]) is None
     never = [0.0, 0.02, 0.0, 0.0, 0.0, 0.0]  # nothing earned to collapse from
-    assert _feed(DivergenceGuard(window=3), [{"reward": r} for r in never]) is None
+    assert _feed(DivergenceGuard(window=3, window_prompts=0), [{"reward": r} for r in never]) is None
 
 
 def test_entropy_near_zero_over_a_window_is_a_collapse() -> None:
@@ -61,12 +72,13 @@ def test_a_collapsing_run_stops_early_with_its_reason(tiny_model_dir: Path, tmp_
     from tooltune.training.runner import train
 
     reward = CollapsingReward()
-    cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.max_steps": 12})
+    cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.max_steps": 40, "grpo.prompts_per_step": 4})
     run = train(cfg, reward_funcs=[reward], train_rows=make_rows(8))
     summary = json.loads((run / "summary.json").read_text())
-    # window 3: steps 1-2 earn 0.5, step 3 on 0 -> first-window mean 0.33; steps 4-6 at 0 -> stop at 6
-    assert summary["grpo"]["steps"] == 6 and reward.calls == 6
-    assert "reward collapsed at step 6" in summary["grpo"]["stopped_early"]
+    # 4 prompts a step: reward windows of 8 steps (32 prompts); steps 1-2 earn 0.5, then 0 -> first-window
+    # mean 0.125, steps 9-16 at 0 -> stop at 16
+    assert summary["grpo"]["steps"] == 16 and reward.calls == 16
+    assert "reward collapsed at step 16" in summary["grpo"]["stopped_early"]
     off = make_config(tiny_model_dir, tmp_path / "off",
                       **{"grpo.max_steps": 8, "grpo.stop_on_divergence": False})
     run = train(off, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))

@@ -7,9 +7,12 @@ first of these, recording the reason in `trainer.tooltune.stop_reason` (the run'
 "stopped_early"):
 
 - the loss is not finite (NaN or infinite) at a logged step;
-- reward collapse: after at least `2 * window` logged steps, the mean reward of the last `window` steps
-  is below `reward_ratio` times the mean of the first `window` (and the first was at least
-  `min_reward`, so a run that never earned anything is not "collapsed");
+- reward collapse: the mean reward of the last `reward_window` steps is below `reward_ratio` times the
+  mean of the first `reward_window` (and the first was at least `min_reward`, so a run that never earned
+  anything is not "collapsed"). A step's reward depends on which prompts it drew as much as on the
+  policy: with 4 prompts a step, three steps of a fair policy can score 0.22 and the next three 0.05. The
+  window is therefore counted in prompts (`window_prompts`, 32 by default: at 4 prompts a step, 8 steps,
+  so 16 steps before the rule can fire);
 - entropy collapse: the mean token entropy of the last `window` steps is below `entropy_floor` nats:
   every group samples the same completion, so no group has a reward spread left to learn from.
 
@@ -34,12 +37,19 @@ class DivergenceGuard(TrainerCallback):
 
     trainer: Any = None
     window: int = 3
+    prompts_per_step: int = 1
+    window_prompts: int = 32
     reward_ratio: float = 0.25
     min_reward: float = 0.05
     entropy_floor: float = 0.02
     rewards: list[float] = field(default_factory=list)
     entropies: list[float] = field(default_factory=list)
     reason: str | None = None
+
+    @property
+    def reward_window(self) -> int:
+        """Steps in a reward window: enough steps for `window_prompts` prompts, at least `window`."""
+        return max(self.window, math.ceil(self.window_prompts / max(1, self.prompts_per_step)))
 
     def check(self, step: int, logs: dict[str, Any]) -> str | None:
         """The reason to stop after this step's log record, or None."""
@@ -50,12 +60,13 @@ class DivergenceGuard(TrainerCallback):
             self.rewards.append(float(logs["reward"]))
         if isinstance(logs.get("entropy"), (int, float)):
             self.entropies.append(float(logs["entropy"]))
-        w = self.window
+        w = self.reward_window
         if len(self.rewards) >= 2 * w:
             first, last = sum(self.rewards[:w]) / w, sum(self.rewards[-w:]) / w
             if first >= self.min_reward and last < self.reward_ratio * first:
                 return (f"diverged: reward collapsed at step {step} (mean {last:.3f} over the last {w} "
                         f"steps, {first:.3f} over the first {w})")
+        w = self.window
         if len(self.entropies) >= w:
             last = sum(self.entropies[-w:]) / w
             if last < self.entropy_floor:

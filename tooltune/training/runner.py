@@ -444,7 +444,8 @@ def _grpo_stage(
     )
     trainer.add_callback(heldout)
     if cfg.grpo.stop_on_divergence:
-        trainer.add_callback(DivergenceGuard(trainer))
+        trainer.add_callback(DivergenceGuard(trainer, prompts_per_step=cfg.grpo.prompts_per_update
+                                             or cfg.grpo.prompts_per_step))
     trainer.remove_callback(PrinterCallback)  # these print every log record; the file holds them
     trainer.remove_callback(ProgressCallback)
     trainer.add_callback(StepProgress("grpo", cfg.grpo.max_seconds, clock, cfg.grpo.max_seconds_clock))
