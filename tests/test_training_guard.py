@@ -44,7 +44,8 @@ def test_the_reward_window_holds_enough_prompts_to_tell_a_collapse_from_the_draw
 
 def test_a_noisy_or_never_rewarded_run_goes_on() -> None:
     noisy = [0.3, 0.1, 0.25, 0.05, 0.2, 0.1, 0.3, 0.15, 0.1]  # falls and rises: not a collapse
-    assert _feed(DivergenceGuard(window=3, window_prompts=0), [{"reward": r, "entropy": 0.5} for r in noisy]) is None
+    records = [{"reward": r, "entropy": 0.5} for r in noisy]
+    assert _feed(DivergenceGuard(window=3, window_prompts=0), records) is None
     never = [0.0, 0.02, 0.0, 0.0, 0.0, 0.0]  # nothing earned to collapse from
     assert _feed(DivergenceGuard(window=3, window_prompts=0), [{"reward": r} for r in never]) is None
 
