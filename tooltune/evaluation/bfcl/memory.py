@@ -61,6 +61,9 @@ logger = logging.getLogger(__name__)
 ENCODER_NAME = "all-MiniLM-L6-v2"
 """The model name `memory_vector` asks sentence-transformers for at import."""
 _MODULES = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code."
+MEMORY_STEP_SECONDS = 300.0
+"""Time budget of one memory call: memory_vector embeds texts with all-MiniLM-L6-v2 on the CPU, which on a
+loaded machine takes seconds (BFCL sets no limit; this one stops only a runaway call)."""
 RESULT_FOLDER = "bfcl_memory"
 """Sub-folder of the run folder that holds each seed's memory snapshots and prerequisite records."""
 
@@ -226,7 +229,9 @@ def _memory_run(e: BfclEntry, cfg: MultiTurnConfig, model_name: str) -> MultiTur
     category = e.id.rsplit("_", 1)[0]
     entry["question"] = add_memory_instruction_system_prompt(
         copy.deepcopy(entry["question"]), category, entry["scenario"], next(iter(instances.values())))
-    return MultiTurnRun(e, cfg, model_name)
+    run = MultiTurnRun(e, cfg, model_name)
+    run.executor.budget = MEMORY_STEP_SECONDS
+    return run
 
 
 def _instance(model_name: str, e: BfclEntry) -> Any:

@@ -70,6 +70,8 @@ class BfclExecutor:
 
     def __init__(self, e: BfclEntry, model_name: str) -> None:
         self.e, self.model_name = e, model_name
+        self.budget = STEP_SECONDS
+        """Seconds one call may take (over it: a failed step)."""
         self.functions = list(e.entry["function"])
         # Methods of the entry's API classes, held-out ones included: BFCL executes those whether or not
         # they were offered yet (one ground truth does); everything else (builtins) is refused.
@@ -88,7 +90,7 @@ class BfclExecutor:
             return ToolResult(f"Error during execution: call rejected: {why}", error=True)
         entry = self.e.entry
         try:
-            with step_budget(STEP_SECONDS, call.name):
+            with step_budget(self.budget, call.name):
                 results, _ = execute_multi_turn_func_call(
                     [text], entry["initial_config"], entry["involved_classes"], self.model_name, self.e.id,
                     long_context="long_context" in _category(self.e))
