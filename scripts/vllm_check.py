@@ -126,6 +126,11 @@ def part_serve(work: Path, subset: int, tokens: int) -> str:
     return "PASS" if not differ else f"FAIL: verdicts differ on {differ}"
 
 
+def _engine(trainer: Any) -> Any:
+    """The colocated vLLM engine of a TRL GRPO trainer (TRL 1.16 keeps it in ``vllm_generation.llm``)."""
+    return getattr(getattr(trainer, "vllm_generation", None), "llm", None) or getattr(trainer, "llm", None)
+
+
 def part_grpo(work: Path) -> str:
     import torch
 
@@ -149,7 +154,7 @@ def part_grpo(work: Path) -> str:
     def spy_init(self: Any, *a: Any, **k: Any) -> None:
         init(self, *a, **k)
         seen["trainer"] = self
-        llm = getattr(self, "llm", None)
+        llm = _engine(self)
         if llm is None:
             return
         seen["before"] = probe(llm)
@@ -182,9 +187,9 @@ def part_grpo(work: Path) -> str:
     finally:
         cls.__init__ = init
     trainer = seen.get("trainer")
-    if trainer is None or getattr(trainer, "llm", None) is None:
+    if trainer is None or _engine(trainer) is None:
         return "FAIL: the trainer has no vLLM engine (use_vllm was not applied)"
-    after = probe(trainer.llm)
+    after = probe(_engine(trainer))
     losses = [r["loss"] for r in map(json.loads, (Path(run) / "metrics.jsonl").read_text().splitlines())
               if "loss" in r]
     from transformers import AutoModelForCausalLM, AutoTokenizer
