@@ -33,10 +33,11 @@ def _verdicts(run: Path) -> dict[str, str]:
 
 
 def _untimed(value: object) -> object:
-    """A stage result without its clock readings (seconds, times, load), which differ run to run."""
+    """A stage result without its clock and memory readings (seconds, times, load, peak resident memory),
+    which differ run to run."""
     if isinstance(value, dict):
         return {k: _untimed(v) for k, v in value.items()
-                if not (k.endswith("_s") or "time" in k or k in ("t", "loadavg_end", "steps_per_s"))}
+                if not (k.endswith(("_s", "_mb")) or "time" in k or k in ("t", "loadavg_end", "steps_per_s"))}
     if isinstance(value, list):
         return [_untimed(v) for v in value]
     return value
