@@ -238,8 +238,9 @@ def main() -> int:
                    f"{sp['cpu_s']:.0f} training CPU s against {sp['base_cpu_s']:.0f}: "
                    f"{sp['cpu_speedup']:.2f}x on CPU time, {sp['wall_speedup']:.2f}x on wall time.\n")
         elif sp and sp["reached"] is None:
-            md += (f"\n{pair[0]} ended at its starting validation ({100 * sp['target']:.1f}%): there is no "
-                   "improvement whose time to reach could be compared.\n")
+            md += (f"\n{pair[0]} ended no higher than it started ({100 * sp['base_start']:.1f}% → "
+                   f"{100 * sp['target']:.1f}%): there is no improvement whose time to reach could be "
+                   "compared.\n")
         elif sp:
             md += f"\n{pair[1]} did not reach {pair[0]}'s final validation ({100 * sp['target']:.1f}%).\n"
     (args.out / "sweep.md").write_text(md, encoding="utf-8")
