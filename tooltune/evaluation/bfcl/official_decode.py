@@ -52,11 +52,9 @@ class DecodeFailure(Exception):
     """BFCL's decoder fails on this step (or would compute it with `eval`, which we do not)."""
 
 
-def bfcl_decode_execute(text: str) -> tuple[list[str] | None, str | None]:
-    """The call strings BFCL's decoder builds from `text`, or (None, why) when it fails.
-
-    The strings are only built, never run: callers check each with `official.literal_call`
-    before BFCL's executor sees it. [] means BFCL decoded an empty call list (also a skipped step)."""
+def _bracketed(text: Any) -> tuple[str | None, str | None]:
+    """BFCL's first step of both decoders: the text stripped of backticks and wrapped in ``[`` ``]``, or
+    (None, why) for what is not a text or is too long to read."""
     if not isinstance(text, str):
         return None, f"not a text ({type(text).__name__})"
     if len(text) > MAX_BLOCK_CHARS:
@@ -66,6 +64,17 @@ def bfcl_decode_execute(text: str) -> tuple[list[str] | None, str | None]:
         result = "[" + result
     if not result.endswith("]"):
         result = result + "]"
+    return result, None
+
+
+def bfcl_decode_execute(text: str) -> tuple[list[str] | None, str | None]:
+    """The call strings BFCL's decoder builds from `text`, or (None, why) when it fails.
+
+    The strings are only built, never run: callers check each with `official.literal_call`
+    before BFCL's executor sees it. [] means BFCL decoded an empty call list (also a skipped step)."""
+    result, why = _bracketed(text)
+    if result is None:
+        return None, why
     try:
         calls = _parse(result)
         return [f"{name}(" + ", ".join(f"{k}={_render(v)}" for k, v in args.items()) + ")"
@@ -80,15 +89,9 @@ def bfcl_decode_ast(text: str, has_tool_call_tag: bool = False
     value}}]`, the form `ast_checker` reads), or (None, why) when it raises: the same wrapping in ``[``
     ``]``, then with `has_tool_call_tag` the text inside the first ``<TOOLCALL>...</TOOLCALL>``, then the
     calls read as above (without `eval`)."""
-    if not isinstance(text, str):
-        return None, f"not a text ({type(text).__name__})"
-    if len(text) > MAX_BLOCK_CHARS:
-        return None, f"longer than {MAX_BLOCK_CHARS} characters"
-    result = text.strip("`\n ")
-    if not result.startswith("["):
-        result = "[" + result
-    if not result.endswith("]"):
-        result = result + "]"
+    result, why = _bracketed(text)
+    if result is None:
+        return None, why
     if has_tool_call_tag:
         match = re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", result, re.DOTALL)
         if not match:
