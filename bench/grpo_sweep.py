@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tooltune.quickstart.branch import BRANCH_KEYS  # noqa: E402 (after the path insert)
+from tooltune.training.report import binomial_se  # noqa: E402
 
 
 def read_arms(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
@@ -99,7 +100,7 @@ def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[st
         "val_start": acc0,
         "val_end": acc1,
         "val_n": n,
-        "val_end_se": math.sqrt(acc1 * (1 - acc1) / n) if n and math.isfinite(acc1) else math.nan,
+        "val_end_se": binomial_se(acc1, n) if math.isfinite(acc1) else math.nan,
         "groups_with_signal": 1 - _mean(zero) if zero else math.nan,
         "reward_first": _mean([r["reward"] for r in log[:k] if "reward" in r]),
         "reward_last": _mean([r["reward"] for r in log[-k:] if "reward" in r]),

@@ -85,3 +85,18 @@ def budget_bars(monkeypatch: pytest.MonkeyPatch) -> list:
 
     monkeypatch.setattr(progress, "SecondsBar", RecordedBar)
     return bars
+
+
+def bench_module(name: str):  # noqa: ANN201 (a module of bench/)
+    """`bench/<name>.py` imported as `bench.<name>` (bench/ is a folder of scripts, not a package on the
+    path): the tests of a benchmark call its functions directly."""
+    import importlib
+    import sys
+
+    root = str(REPO_ROOT)
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module(f"bench.{name}")
+    finally:
+        sys.path.remove(root)
+

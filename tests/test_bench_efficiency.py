@@ -5,20 +5,16 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _grid():
-    sys.path.insert(0, str(REPO))
-    try:
-        return importlib.import_module("bench._efficiency_grid")
-    finally:
-        sys.path.remove(str(REPO))
+    return bench_module("_efficiency_grid")
 
 
 def _run(times_acc: list[tuple[float, float]], rollout: float, update: float, zero: list[float]) -> dict:

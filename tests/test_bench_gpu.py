@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _gpu():
-    sys.path.insert(0, str(REPO))
-    try:
-        return importlib.import_module("bench.gpu")
-    finally:
-        sys.path.remove(str(REPO))
+    return bench_module("gpu")
 
 
 def test_quick_run_through_the_cli_writes_every_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,6 @@ rerun, refused when they set what the shared warm start read, and tabled with th
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import subprocess
@@ -11,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import bench_module
 
 from tooltune.quickstart.config import load_config
 from tooltune.quickstart.run import Pipeline
@@ -21,11 +21,7 @@ SCRIPT = REPO / "bench" / "grpo_sweep.py"
 
 
 def _sweep():
-    sys.path.insert(0, str(REPO))
-    try:
-        return importlib.import_module("bench.grpo_sweep")
-    finally:
-        sys.path.remove(str(REPO))
+    return bench_module("grpo_sweep")
 
 
 @pytest.fixture(scope="module")
