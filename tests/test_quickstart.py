@@ -419,3 +419,12 @@ def test_grpo_curve_reads_each_points_time_on_the_chosen_clock() -> None:
                "log": [{"step": 20, "train_cpu_s": 30.0}]}
     assert [p["t"] for p in grpo_curve(summary, "wall")] == [0.01, 40.0]
     assert [p["t"] for p in grpo_curve(summary, "cpu")] == [0.0, 30.0]
+
+
+def test_a_stopped_grpo_stage_says_why_in_its_stage_line() -> None:
+    from tooltune.quickstart.run import headline
+
+    res = {"steps": 6, "reward_first": 0.3, "reward_last": 0.0, "reward_window": 2}
+    assert "stopped early" not in headline("grpo", {**res, "stopped_early": None})
+    line = headline("grpo", {**res, "stopped_early": "diverged: the loss is nan at step 6"})
+    assert line.endswith("; stopped early: diverged: the loss is nan at step 6")

@@ -100,8 +100,10 @@ def headline(name: str, res: dict[str, Any]) -> str:
             f"{res['unseen_tools']['accuracy']:.1%}{extra}"
         )
     if name == "grpo":
+        stopped = f"; stopped early: {res['stopped_early']}" if res.get("stopped_early") else ""
         return (f"{res['steps']} steps, training reward {res['reward_first']:.2f} -> "
-                f"{res['reward_last']:.2f} (mean of the first / last {res.get('reward_window', '?')} steps)")
+                f"{res['reward_last']:.2f} (mean of the first / last {res.get('reward_window', '?')} steps)"
+                f"{stopped}")
     if name == "sft_continued":
         return f"{res['steps']} more SFT steps in {res.get('train_s', res['train_wall_s']):.0f} s of " \
                f"{res.get('clock', 'wall')} time (GRPO's training time)"
