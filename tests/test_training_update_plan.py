@@ -98,6 +98,31 @@ def test_plan_for_run_on_cpu_and_when_forced(tiny_model_dir: Path) -> None:
     assert not plan.checkpointing and "run.auto_checkpointing is false" in plan.reason
 
 
+def test_cpu_checkpointing_is_a_setting_and_the_update_runs_checkpointed(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from test_training_grpo import KeyedReward, make_config, make_rows
+
+    import tooltune.training.shared_prefix.hooks as hooks
+    from tooltune.training.runner import grpo_args, train
+
+    cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.cpu_gradient_checkpointing": True,
+                                                          "grpo.max_steps": 1})
+    assert grpo_args(cfg, str(tmp_path), cpu=True, checkpointing=True).gradient_checkpointing
+    cfg.grpo.cpu_gradient_checkpointing = False
+    assert not grpo_args(cfg, str(tmp_path), cpu=True, checkpointing=True).gradient_checkpointing
+    cfg.grpo.cpu_gradient_checkpointing = True
+    seen: list[bool] = []
+    real = hooks.checkpointing_active
+    monkeypatch.setattr(hooks, "checkpointing_active", lambda m: seen.append(real(m)) or seen[-1])
+    train(cfg, reward_funcs=[KeyedReward(set())], train_rows=make_rows(4))
+    plan = json.loads((tmp_path / "run" / "summary.json").read_text())["update_plan"]
+    assert plan["checkpointing"] and "grpo.cpu_gradient_checkpointing" in plan["reason"]
+    assert seen and all(seen)  # every gradient-carrying call of the update ran with checkpointed layers
+
+
 def test_lora_parameters_count_what_peft_trains(tiny_model_dir: Path) -> None:
     from peft import LoraConfig, get_peft_model
 

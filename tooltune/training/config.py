@@ -193,6 +193,13 @@ class GRPOSection:
     entropy_coef: float = option(0.0, "Entropy bonus coefficient.")
     num_iterations: int = option(1, "Policy updates per generation batch (mu).", min=1)
     mask_truncated_completions: bool = option(False, "Exclude truncated rollouts from the loss.")
+    cpu_gradient_checkpointing: bool = option(
+        False,
+        "On the CPU, activation checkpointing in the policy update (run.gradient_checkpointing is forced off "
+        "there): each layer's input kept and its activations recomputed in the backward pass, the packed "
+        "shared update instead of the KV-cache one; more compute per update for the activations of one "
+        "layer instead of all (docs/BENCHMARKS.md, GRPO memory on the CPU).",
+    )
     shared_prefix: bool = option(
         True,
         "Policy update (and old / reference log-probs): run each group's shared prompt once instead of once "

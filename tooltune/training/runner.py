@@ -157,7 +157,7 @@ def grpo_args(
         log_completions=r.log_completions,
         use_cpu=cpu,
         bf16=r.bf16 and not cpu,
-        gradient_checkpointing=checkpointing and not cpu,
+        gradient_checkpointing=checkpointing and (not cpu or g.cpu_gradient_checkpointing),
     )
 
 

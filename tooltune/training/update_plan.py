@@ -168,7 +168,9 @@ def plan_for_run(cfg: Any, model: Any, tokenizer: Any, rows: list[dict[str, Any]
 
     r, g = cfg.run, cfg.grpo
     if cpu:
-        return UpdatePlan(False, "on CPU activation checkpointing is off")
+        on = g.cpu_gradient_checkpointing
+        return UpdatePlan(on, f"on CPU activation checkpointing is {'on' if on else 'off'} "
+                              "(grpo.cpu_gradient_checkpointing)")
     if not (r.auto_checkpointing and g.shared_prefix and torch.cuda.is_available()):
         why = "run.auto_checkpointing is false" if not r.auto_checkpointing else (
             "grpo.shared_prefix is off" if not g.shared_prefix else "no CUDA device")
