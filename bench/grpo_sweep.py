@@ -108,6 +108,9 @@ def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[st
         "clipped": _mean([r["completions/clipped_ratio"] for r in log if "completions/clipped_ratio" in r]),
         "train_cpu_s": res.get("train_cpu_s", math.nan),
         "train_wall_s": res.get("train_wall_s", math.nan),
+        "rollout_s": res.get("rollout_s", math.nan),
+        "update_s": res.get("update_s", math.nan),
+        "peak_rss_mb": (res.get("timing") or {}).get("peak_rss_mb", math.nan),
     }
 
 
@@ -117,6 +120,10 @@ def _f(x: float, pct: bool = False) -> str:
     return f"{100 * x:.1f}" if pct else f"{x:.3f}"
 
 
+def _s(x: Any, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}" if isinstance(x, (int, float)) and math.isfinite(x) else "–"
+
+
 def table(rows: list[dict[str, Any]], steps: int) -> str:
     """The sweep as a markdown table, arms in file order; a diverged arm says why instead of ranking."""
     lines = [
@@ -124,8 +131,8 @@ def table(rows: list[dict[str, Any]], steps: int) -> str:
         "reward) on the run's validation split, ± SE over its samples.",
         "",
         "| arm | settings | steps | val before → after (%) | groups with signal (%) | reward first → last "
-        "third | entropy (last third) | truncated (%) | CPU s | status |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "third | entropy (last third) | truncated (%) | CPU s | rollout / update s | peak GB | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         settings = ", ".join(f"{k.removeprefix('train.')}={v}" for k, v in r["settings"].items())
@@ -133,7 +140,8 @@ def table(rows: list[dict[str, Any]], steps: int) -> str:
         lines.append(
             f"| {r['arm']} | {settings} | {r['steps']} | {val} | {_f(r['groups_with_signal'], True)} | "
             f"{_f(r['reward_first'])} → {_f(r['reward_last'])} | {_f(r['entropy_last'])} | "
-            f"{_f(r['clipped'], True)} | {r['train_cpu_s']:.0f} | {r['status']} |"
+            f"{_f(r['clipped'], True)} | {r['train_cpu_s']:.0f} | {_s(r.get('rollout_s'))} / "
+            f"{_s(r.get('update_s'))} | {_s((r.get('peak_rss_mb') or math.nan) / 1024, 1)} | {r['status']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -56,6 +56,8 @@ def test_arms_run_from_one_warm_start_and_a_rerun_reads_them_back(source: Path, 
         # every arm starts from the source's warm start: the same validation before GRPO
         assert r["val_start"] == rows[0]["val_start"]
         assert 0 <= r["groups_with_signal"] <= 1 and r["train_cpu_s"] > 0
+        # the cost columns: the update's and rollouts' seconds and the stage's peak memory
+        assert r["update_s"] > 0 and r["rollout_s"] > 0 and r["peak_rss_mb"] > 0
         branch = json.loads((out / r["arm"] / "branch.json").read_text())
         assert branch["source"] == str(source.resolve()) and "sft" in branch["stages"]
     fast = json.loads((out / "fast" / "run.json").read_text())["config"]["train"]["grpo"]
@@ -89,6 +91,7 @@ def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
     assert row["status"].startswith("diverged") and row["groups_with_signal"] == 0.5
     assert math.isclose(row["val_end_se"], 0.0) and row["val_start"] == 0.25
     assert "diverged: the loss is nan at step 5" in sweep.table([row], 5)
+    assert "| 12 | – / – | – | diverged" in sweep.table([row], 5)  # costs not recorded read as unknown
 
 
 def test_the_speedup_is_the_time_to_reach_the_base_arms_final_validation() -> None:
