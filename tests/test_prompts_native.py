@@ -29,12 +29,12 @@ from tooltune.prompts import (
     render_prompt,
     render_target,
     resolve_native,
-    row_tools,
     tool_support_problem,
 )
 from tooltune.prompts.templates import TOOLRL_NO_CALL_REPLY
 from tooltune.quickstart.config import QuickstartConfig
 from tooltune.schema import Sample, ToolCall
+from tooltune.schema.rows import row_tools
 from tooltune.training.data import drop_long_prompts, grpo_rows, rows_dataset, sft_rows
 
 W = {

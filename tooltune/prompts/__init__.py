@@ -59,7 +59,6 @@ from tooltune.prompts.templates import (
     system_prompt_text,
 )
 from tooltune.prompts.tool_listing import TOOL_FORMATS, tool_signatures, tools_block
-from tooltune.schema.rows import row_tools  # the row format's reader, here for the callers of this package
 
 __all__ = [
     "CHAT_TOOLS_COLUMN",
@@ -109,7 +108,6 @@ __all__ = [
     "render_prompt",
     "render_target",
     "resolve_template",
-    "row_tools",
     "tool_signatures",
     "tool_support_problem",
     "tools_block",

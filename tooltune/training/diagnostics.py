@@ -25,7 +25,8 @@ from tqdm.auto import tqdm
 from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
-from tooltune.prompts import PromptTemplate, grammar_for, row_tools
+from tooltune.prompts import PromptTemplate, grammar_for
+from tooltune.schema.rows import row_tools
 from tooltune.training.progress import budget_bar, show_progress
 from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
 

@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tooltune.prompts import encode_chat, row_tools
+from tooltune.prompts import encode_chat
+from tooltune.schema.rows import row_tools
 from tooltune.training import lora
 from tooltune.training.data import rows_dataset
 from tooltune.training.progress import SecondsOf, TimeBudget, phase_bar, show_progress

@@ -35,7 +35,8 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tooltune.prompts import encode_chat, row_tools
+from tooltune.prompts import encode_chat
+from tooltune.schema.rows import row_tools
 
 logger = logging.getLogger(__name__)
 
