@@ -36,10 +36,11 @@ from tooltune.data.export import to_trl_rows  # noqa: E402
 from tooltune.data.synthetic import SynthConfig, generate  # noqa: E402
 from tooltune.data.synthetic.quickstart_task import TaskConfig, make_splits  # noqa: E402
 from tooltune.generation import HFBackend  # noqa: E402
+from tooltune.integrations.trl.reward import TRLRewardFunction  # noqa: E402
 from tooltune.models import build_tiny_model, load_model_and_tokenizer  # noqa: E402
 from tooltune.parsing import MAX_BLOCK_CHARS  # noqa: E402
 from tooltune.prompts import get_template, render_answer  # noqa: E402
-from tooltune.rewards import CompositeReward, TRLRewardFunction, binary_reward  # noqa: E402
+from tooltune.rewards import CompositeReward, binary_reward  # noqa: E402
 from tooltune.rewards.annotate import RuleAnnotator  # noqa: E402
 from tooltune.rewards.similarity import Embedder, cosine_pairs  # noqa: E402
 from tooltune.schema import Sample, ToolCall  # noqa: E402

@@ -41,7 +41,8 @@ def corpus(data: list[dict]) -> list[str]:
 
 
 def reward_funcs() -> list[Any]:
-    from tooltune.rewards import CompositeReward, TRLRewardFunction
+    from tooltune.integrations.trl.reward import TRLRewardFunction
+    from tooltune.rewards import CompositeReward
 
     return [TRLRewardFunction(CompositeReward({"binary": 1.0}, template="tool_n1"))]
 

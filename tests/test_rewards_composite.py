@@ -6,9 +6,10 @@ import pickle
 import pytest
 
 from tooltune.config import UnknownName
+from tooltune.integrations.trl.reward import TRLRewardFunction
 from tooltune.integrations.verl.reward import compute_score
 from tooltune.prompts import render_answer
-from tooltune.rewards import PRESETS, CompositeReward, TRLRewardFunction
+from tooltune.rewards import PRESETS, CompositeReward
 from tooltune.schema import ToolCall
 
 GOLD = [ToolCall("get_weather", {"city": "Paris"})]

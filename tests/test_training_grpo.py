@@ -454,7 +454,8 @@ def test_datasets_without_what_rewards_rollout_or_filter_read_are_refused_before
 
     from datasets import Dataset
 
-    from tooltune.rewards import CompositeReward, TRLRewardFunction
+    from tooltune.integrations.trl.reward import TRLRewardFunction
+    from tooltune.rewards import CompositeReward
     from tooltune.schema import SchemaError
     from tooltune.training.agentic import AgenticRollout
     from tooltune.training.grpo import ToolTuneGRPOTrainer

@@ -49,7 +49,8 @@ _API: dict[str, str] = {
     "binary_reward": "tooltune.rewards",
     "get_reward": "tooltune.rewards",
     "CompositeReward": "tooltune.rewards",
-    "TRLRewardFunction": "tooltune.rewards",
+    # integrations
+    "TRLRewardFunction": "tooltune.integrations.trl",
     # training
     "TrainConfig": "tooltune.training.config",
     "load_config": "tooltune.training.config",

@@ -7,12 +7,12 @@ Public entry points:
 - `CompositeReward(components={name: weight}, template=..., **params)` -> {component: value, "score": ...}
 - `build_reward(config, template)`: the composition of a reward configuration (`RewardConfig` fields),
   the one construction training and verl share
-- `TRLRewardFunction(composite)` (TRL batched signature); verl's entry point is
+- the engines' entry points live with the engines' other code: TRL's is
+  `tooltune.integrations.trl.reward.TRLRewardFunction`, verl's
   `tooltune.integrations.verl.reward.compute_score`
 Heavy dependencies (sentence-transformers, the student model) load only when SMV / CER score.
 """
 
-from tooltune.rewards.adapters import TRLRewardFunction
 from tooltune.rewards.binary import binary_reward
 from tooltune.rewards.composite import CompositeReward, build_reward
 from tooltune.rewards.registry import PRESETS, REWARDS, get_reward
@@ -21,7 +21,6 @@ __all__ = [
     "PRESETS",
     "REWARDS",
     "CompositeReward",
-    "TRLRewardFunction",
     "binary_reward",
     "build_reward",
     "get_reward",

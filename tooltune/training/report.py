@@ -37,7 +37,7 @@ VALIDATION_SAMPLES_KEY = "tooltune/heldout_samples"
 """How many validation rows each point of `VALIDATION_KEY` scored (runs before it was logged lack it)."""
 
 TRL_REWARD_FUNCTION = "tooltune"
-"""The name of the one reward function training gives TRL (`rewards.adapters.TRLRewardFunction`): its
+"""The name of the one reward function training gives TRL (`integrations.trl.reward.TRLRewardFunction`): its
 `rewards/tooltune/mean` is the total reward by construction, so the legend does not repeat it."""
 
 # plot file -> (title, y label, [(metric key, legend label)]); reward.png and validation.png are drawn

@@ -30,9 +30,9 @@ from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from trl import GRPOConfig
 
+from tooltune.integrations.trl.reward import TRLRewardFunction
 from tooltune.models import load_model_and_tokenizer, load_tokenizer
 from tooltune.prompts import check_history_reasoning, get_template, resolve_native
-from tooltune.rewards import TRLRewardFunction
 from tooltune.rundir import RunLock, check_identity, check_inputs, write_identity
 from tooltune.training import lora
 from tooltune.training.agentic import AgenticRollout, EpisodeScorer, check_task_rows

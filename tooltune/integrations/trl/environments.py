@@ -217,7 +217,7 @@ def environment_factories(tasks: Sequence[Sample], reward: str = "get_reward",
 def environment_rows(tasks: Sequence[Sample]) -> list[dict[str, Any]]:
     """Dataset rows for `tasks`: ``prompt`` (the task's messages), ``task`` (its JSON line),
     ``environment`` (its environment's name, for the dict form) and ``answer`` (the first step's calls as
-    JSON, for tooltune's rewards through `tooltune.rewards.adapters.TRLRewardFunction`)."""
+    JSON, for tooltune's rewards through `tooltune.integrations.trl.reward.TRLRewardFunction`)."""
     return [
         {PROMPT: [dict(m) for m in t.messages], TASK: t.to_json(), ENVIRONMENT: environment_of(t),
          ANSWER: calls_column(t.answer)}

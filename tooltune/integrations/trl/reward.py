@@ -1,4 +1,5 @@
-"""TRL adapter: a CompositeReward behind TRL's batched reward-function signature.
+"""TRL's reward entry point: a CompositeReward behind TRL's batched reward-function signature
+(`tooltune.integrations.verl.reward` is verl's).
 
 TRL 1.16 `GRPOTrainer._calculate_rewards` calls every reward function as
 
