@@ -437,7 +437,8 @@ def test_agentic_grpo_steps_go_on_when_a_server_is_killed_mid_episode(
 
     import tooltune.training.agentic as agentic
     from tooltune.training.grpo import ToolTuneGRPOTrainer
-    from tooltune.training.runner import build_reward_funcs, train
+    from tooltune.training.grpo_stage import build_reward_funcs
+    from tooltune.training.runner import train
 
     check = {"kind": "calls", "calls": [ADD.to_dict(), APPEND.to_dict()]}
     tasks = [task(tools, f"g{i}", reset={"tool": "reset_notes"}, check=check) for i in range(2)]

@@ -91,7 +91,8 @@ def test_grpo_trains_on_trajectories_with_the_tool_mask(
     tiny_model_dir: Path, tmp_path: Path, tokenizer: Any, tasks: list[Sample], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tooltune.training.grpo import ToolTuneGRPOTrainer
-    from tooltune.training.runner import build_reward_funcs, train
+    from tooltune.training.grpo_stage import build_reward_funcs
+    from tooltune.training.runner import train
 
     chosen = tasks[:4]
     rows = task_rows(chosen)
@@ -147,7 +148,8 @@ def test_prerollout_filter_skips_tasks_whose_episodes_all_succeed(
 ) -> None:
     """k = 1: a task whose every trajectory succeeded in epoch 1 gets no episodes in epoch 2."""
     from tooltune.training.grpo import ToolTuneGRPOTrainer
-    from tooltune.training.runner import build_reward_funcs, train
+    from tooltune.training.grpo_stage import build_reward_funcs
+    from tooltune.training.runner import train
 
     chosen = tasks[:4]
     rows = task_rows(chosen)

@@ -137,7 +137,7 @@ def test_dump_roundtrip_and_help(tmp_path: Path) -> None:
 
 
 def test_translation_to_trl_configs() -> None:
-    from tooltune.training.runner import grpo_args
+    from tooltune.training.grpo_stage import grpo_args
     from tooltune.training.sft import sft_args
 
     cfg = load_config(REPO / "configs/r2if.yaml")
@@ -320,11 +320,11 @@ def test_system_prompt_is_text_a_file_or_a_template_name(tmp_path: Path) -> None
     assert load_config(None, {"data.system_prompt": str(prompt)}).data.system_prompt == str(prompt)
 
 
-def test_cli_hands_train_the_resolved_system_prompt(
+def test_cli_hands_train_the_config_as_loaded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
+    """`tooltune train` leaves the checks and the run folder to `train`, which does each once."""
     from tooltune.cli import main
-    from tooltune.prompts import TEMPLATES
     from tooltune.training import runner
 
     seen = []
@@ -333,8 +333,8 @@ def test_cli_hands_train_the_resolved_system_prompt(
     args = ["train", "--model.name_or_path", str(tmp_path), "--data.train", str(_data(tmp_path)),
             "--run.output_dir", str(tmp_path / "runs" / "new"), "--data.system_prompt", "bfcl_strong"]
     assert main(args) == 0
-    assert seen[0].data.system_prompt == TEMPLATES["bfcl_strong"].system
-    assert (tmp_path / "runs" / "new").is_dir()  # prepared before any work
+    assert seen[0].data.system_prompt == "bfcl_strong"
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("name", ["quickstart.yaml", "quickstart_mini.yaml"])

@@ -78,9 +78,58 @@ def test_prompts_keeping_reasoning_a_chat_template_drops_are_refused(tmp_path: P
 
 def test_the_grpo_seed_defaults_to_the_run_seed_and_overrides_it(tiny_model_dir: Path, tmp_path: Path
                                                                   ) -> None:
-    from tooltune.training.runner import grpo_args
+    from tooltune.training.grpo_stage import grpo_args
 
     cfg = make_config(tiny_model_dir, tmp_path, **{"run.seed": 7})
     assert grpo_args(cfg, str(tmp_path), cpu=True).seed == 7
     cfg = make_config(tiny_model_dir, tmp_path, **{"run.seed": 7, "grpo.seed": 1})
     assert grpo_args(cfg, str(tmp_path), cpu=True).seed == 1
+
+
+@pytest.mark.parametrize("template", ["tool_n1", "native"])
+def test_one_train_command_runs_each_check_once(
+    template: str, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tooltune train` through SFT and GRPO resolves its run once: the engine versions, the system prompt
+    and the model path are each checked once (the native template reads the model's format first)."""
+    from collections import Counter
+
+    import yaml
+    from test_training_sft import _samples
+
+    from tooltune.cli import main
+    from tooltune.prompts import TEMPLATES
+    from tooltune.schema import write_jsonl
+    from tooltune.training import config, engine_fence, grpo, resolved_run, runner
+
+    calls: Counter[str] = Counter()
+
+    def count(owner: object, name: str) -> None:
+        real = getattr(owner, name)
+
+        def counted(*args: object, **kw: object) -> object:
+            calls[name] += 1
+            return real(*args, **kw)
+
+        monkeypatch.setattr(owner, name, counted)
+
+    for module in (engine_fence, runner, grpo):  # every module that calls it, by its imported name
+        count(module, "check_engine_versions")
+    for module in (config, resolved_run):
+        count(module, "resolve_system_prompt")
+    count(config.TrainConfig, "check_model")
+    monkeypatch.setattr(runner, "shutdown_processes", lambda: None)
+    data = tmp_path / "train.jsonl"
+    write_jsonl(_samples(4), str(data))
+    out = tmp_path / "run"
+    args = {"model.name_or_path": tiny_model_dir, "run.output_dir": out, "run.device": "cpu",
+            "data.train": data, "data.template": template, "data.system_prompt": "bfcl_strong",
+            "sft.enabled": "true", "sft.engine": "torch", "sft.max_steps": 1, "sft.batch_size": 4,
+            "grpo.max_steps": 1, "grpo.num_generations": 2, "grpo.prompts_per_step": 2,
+            "grpo.per_device_batch_size": 4, "grpo.max_completion_length": 4, "run.save_steps": 1000,
+            "diagnostics.eval_samples": 0}
+    assert main(["train", *(x for k, v in args.items() for x in (f"--{k}", str(v)))]) == 0
+    assert calls == {"check_engine_versions": 1, "resolve_system_prompt": 1, "check_model": 1}
+    recorded = yaml.safe_load((out / "config.yaml").read_text())
+    assert recorded["data"]["system_prompt"] == TEMPLATES["bfcl_strong"].system  # the resolved text
+    assert (out / "sft" / "final").is_dir() and (out / "final").is_dir()

@@ -319,16 +319,16 @@ def test_trainer_with_checkpointing_runs_the_packed_update_and_equals_the_ordina
     from safetensors.torch import load_file
     from test_training_grpo import KeyedReward, make_config, make_rows
 
-    from tooltune.training import runner
+    from tooltune.training import grpo_stage, runner
 
-    grpo_args = runner.grpo_args
+    grpo_args = grpo_stage.grpo_args
 
     def with_checkpointing(*args: object, **kw: object) -> object:
         out = grpo_args(*args, **kw)  # the runner turns checkpointing off on CPU; on here
         out.activation_checkpointing = out.gradient_checkpointing = True
         return out
 
-    monkeypatch.setattr(runner, "grpo_args", with_checkpointing)
+    monkeypatch.setattr(grpo_stage, "grpo_args", with_checkpointing)
     runs = {}
     for shared in (False, True):
         cfg = make_config(tiny_model_dir, tmp_path / f"shared_{shared}", **{

@@ -106,7 +106,8 @@ def test_cpu_checkpointing_is_a_setting_and_the_update_runs_checkpointed(
     from test_training_grpo import KeyedReward, make_config, make_rows
 
     import tooltune.training.shared_prefix.hooks as hooks
-    from tooltune.training.runner import grpo_args, train
+    from tooltune.training.grpo_stage import grpo_args
+    from tooltune.training.runner import train
 
     cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.cpu_gradient_checkpointing": True,
                                                           "grpo.max_steps": 1})

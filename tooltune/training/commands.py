@@ -56,8 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from tooltune.config import prepare_output
-    from tooltune.training.config import describe, load_config, resolve_system_prompt
+    from tooltune.training.config import describe, load_config
 
     if args.list_keys:
         for key, default, help_ in describe():
@@ -73,12 +72,9 @@ def _handle(args: argparse.Namespace) -> int:
         write_settings(cfg, args.config, args.verl_settings)
         print(f"tooltune train: wrote verl launch settings to {args.verl_settings}")
         return 0
-    cfg.check_files()
-    cfg.data.system_prompt = resolve_system_prompt(cfg.data.system_prompt)
-    prepare_output(cfg.run.output_dir, "run.output_dir", folder=True)
     from tooltune.training.runner import shutdown_processes, train
 
-    run_dir = train(cfg, resume=args.resume)
+    run_dir = train(cfg, resume=args.resume)  # checks the files, the model and the run folder first
     shutdown_processes()  # only after success: a barrier would wait forever on a rank that failed
     print(f"tooltune train: finished; run directory {run_dir}")
     print(f"  metrics: {run_dir / 'metrics.jsonl'}  model: {run_dir / 'final'}")

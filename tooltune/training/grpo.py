@@ -92,9 +92,11 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         shared_prefix: bool = False,
         shared_prefix_path: str = "auto",
         rollout_path: str = "auto",
+        engine_checked: bool = False,
         **kwargs: Any,
     ) -> None:
-        check_engine_versions()
+        if not engine_checked:  # True from a caller that checked at its start (`runner.train`)
+            check_engine_versions()
         # set before TRL's constructor, so that every hook it may call finds it
         self.tooltune = ToolTuneState(
             prompt_filter=prompt_filter,
