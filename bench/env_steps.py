@@ -68,7 +68,7 @@ def _sweep(env, tools: list[tuple[str, list[str]]]) -> dict:
             "stopped": env.timeouts}
 
 
-def _bfcl(scoring: str) -> dict:
+def _bfcl(scoring: Scoring) -> dict:
     from tooltune.data.sources.types import tool_spec_from_source
     from tooltune.environments.bfcl import CLASSES, BfclEnvironment, function_docs
 
@@ -82,7 +82,7 @@ def _bfcl(scoring: str) -> dict:
     return out
 
 
-def _fs_stateful(scoring: str) -> dict:
+def _fs_stateful(scoring: Scoring) -> dict:
     from tooltune.data.sources.types import tool_spec_from_source
     from tooltune.environments.bfcl import BfclEnvironment, function_docs
 
@@ -177,8 +177,8 @@ def main() -> None:
     args = ap.parse_args()
     report: dict = {"budget_s": STEP_SECONDS}
     if importlib.util.find_spec("bfcl_eval") is not None:
-        report["bfcl corrected"] = _bfcl("corrected")
-        report["bfcl official"] = _bfcl("official")
+        report["bfcl corrected"] = _bfcl(Scoring.CORRECTED)
+        report["bfcl official"] = _bfcl(Scoring.OFFICIAL)
     report["acebench"] = _acebench()
     report["synthetic_chain"] = _chain()
     report["overhead"] = _overhead(args.repeats)

@@ -93,7 +93,7 @@ def _eval(tree: Path, url: str, out: Path, subset: int, *extra: str, kill_after:
 def endpoint_part(tree: Path, subset: int) -> None:
     from test_generation_endpoint import FlakyServer
 
-    from tooltune.evaluation.protocol import Controls
+    from tooltune.evaluation.controls import Controls
     from tooltune.evaluation.runner import prepare_subset
     from tooltune.evaluation.scripted import ground_truth_policy
     from tooltune.evaluation.subset import SubsetSpec

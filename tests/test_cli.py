@@ -196,26 +196,45 @@ def test_backend_flags_are_the_same_for_eval_and_data_select() -> None:
     assert "--user-model" not in acebench
 
 
-def test_a_field_added_to_controls_becomes_an_eval_flag(
+def test_a_field_added_to_a_benchmarks_controls_becomes_its_eval_flag(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from tooltune.evaluation import commands as eval_commands
-    from tooltune.evaluation.protocol import Controls
+    from tooltune.evaluation.benchmark import BENCHMARKS
+    from tooltune.evaluation.bfcl.benchmark import BfclControls
 
     @dataclasses.dataclass
-    class MoreControls(Controls):
+    class MoreControls(BfclControls):
         tool_order: str = option("as_given", "Order of the tools in the prompt.", ("as_given", "shuffled"))
 
-    monkeypatch.setattr(eval_commands, "Controls", MoreControls)
+    bench = BENCHMARKS["bfcl"]
+    monkeypatch.setattr(bench, "controls_type", MoreControls)
     bfcl = _subparser(cli.build_parser(), "eval", "bfcl")
     action = _option_actions(bfcl)["--tool-order"]
     assert action.choices == ["as_given", "shuffled"] and "Order of the tools" in action.help
+    assert "--tool-order" not in _option_actions(_subparser(cli.build_parser(), "eval", "apibank"))
     out = str(tmp_path / "x")
-    args = bfcl.parse_args(["--out", out, "--tool-order", "shuffled", "--keep-reasoning", "false"])
-    _, controls, _, _ = eval_commands._configs(args)
+    args = bfcl.parse_args(["--out", out, "--tool-order", "shuffled", "--keep-reasoning", "false",
+                            "--name-style", "underscore"])
+    _, controls, _, _ = eval_commands._configs(args, bench)
     assert isinstance(controls, MoreControls)
     assert controls.tool_order == "shuffled" and controls.keep_reasoning is False
+    assert controls.name_style == "underscore"
 
+
+def test_a_benchmarks_own_controls_are_its_flags_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """BFCL's --name-style is a flag of `tooltune eval bfcl`, not of the other benchmarks; `tooltune eval
+    ace` (any benchmark) takes it and refuses it for a benchmark that has no such option."""
+    parser = cli.build_parser()
+    assert "--name-style" in _option_actions(_subparser(parser, "eval", "bfcl"))
+    assert "--name-style" not in _option_actions(_subparser(parser, "eval", "apibank"))
+    assert "--name-style" in _option_actions(_subparser(parser, "eval", "ace"))
+    code = cli.main(["eval", "ace", "--benchmark", "apibank", "--name-style", "underscore",
+                     "--out", str(tmp_path / "ace"), "--predictions", str(tmp_path / "p.jsonl"),
+                     "--student-endpoint", "http://localhost:1/v1", "--student-model-name", "s"])
+    assert code == 2
+    assert "controls.name_style: an option of bfcl, not of apibank" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------------ the error path

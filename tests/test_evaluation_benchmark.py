@@ -22,7 +22,9 @@ from tooltune.evaluation.benchmark import (
     register_benchmark,
     single_turn_task,
 )
-from tooltune.evaluation.protocol import Controls, compare_runs
+from tooltune.evaluation.comparison import compare_runs
+from tooltune.evaluation.controls import Controls
+from tooltune.evaluation.options import EvalOptions
 from tooltune.evaluation.report import write_report
 from tooltune.evaluation.runner import evaluate
 from tooltune.evaluation.scripted import ground_truth_policy
@@ -56,7 +58,7 @@ def _score(sample: Sample, text: str, controls: Controls) -> Verdict:
     from tooltune.prompts import grammar_for
 
     ok = exact_match(text, sample.answer, grammar_for(controls.template))
-    if controls.scoring == "corrected":  # a toy "fix": the corrected rules accept everything
+    if controls.scoring == Scoring.CORRECTED:  # a toy "fix": the corrected rules accept everything
         ok = True
     return Verdict(sample.id, "toy", bool(ok), None if ok else "wrong call")
 
@@ -96,10 +98,11 @@ def test_a_benchmark_added_in_one_class_runs_through_the_runner_the_self_check_a
     toy: Benchmark, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     perfect = ScriptedBackend(ground_truth_policy("toy"), name="scripted")
-    summary = evaluate("toy", [(0, perfect)], tmp_path / "lib", show_progress=False)
+    summary = evaluate("toy", [(0, perfect)], EvalOptions(out=tmp_path / "lib", show_progress=False))
     assert summary["scores"]["overall"] == 1.0 and summary["scoring"] == "official"
     wrong = ScriptedBackend(lambda r: render_answer([ToolCall("add", {"a": 0, "b": 1})], "tool_n1"))
-    assert evaluate("toy", [(0, wrong)], tmp_path / "wrong", show_progress=False)["scores"]["overall"] == 0.25
+    assert evaluate("toy", [(0, wrong)], EvalOptions(
+        out=tmp_path / "wrong", show_progress=False))["scores"]["overall"] == 0.25
     with pytest.raises(SystemExit):
         build_parser().parse_args(["eval", "--help"])
     assert "A four-entry toy benchmark." in capsys.readouterr().out
@@ -110,15 +113,15 @@ def test_a_benchmark_added_in_one_class_runs_through_the_runner_the_self_check_a
 def test_the_scoring_mode_is_recorded_labelled_and_part_of_the_run_identity(toy: Benchmark, tmp_path: Path
                                                                             ) -> None:
     wrong = ScriptedBackend(lambda r: "no call")
-    official = evaluate("toy", [(0, wrong)], tmp_path / "off", show_progress=False)
-    corrected = evaluate("toy", [(0, wrong)], tmp_path / "cor", Controls(scoring="corrected"),
-                         show_progress=False)
+    official = evaluate("toy", [(0, wrong)], EvalOptions(out=tmp_path / "off", show_progress=False))
+    corrected = evaluate("toy", [(0, wrong)], EvalOptions(
+        out=tmp_path / "cor", controls=Controls(scoring="corrected"), show_progress=False))
     assert (official["scores"]["overall"], corrected["scores"]["overall"]) == (0.0, 1.0)
     manifest = json.loads((tmp_path / "cor" / "manifest.json").read_text())
     assert manifest["controls"]["scoring"] == "corrected"
     with pytest.raises(RunMismatch, match="scoring"):
-        evaluate("toy", [(0, wrong)], tmp_path / "off", Controls(scoring="corrected"), resume=True,
-                 show_progress=False)
+        evaluate("toy", [(0, wrong)], EvalOptions(
+            out=tmp_path / "off", controls=Controls(scoring="corrected"), resume=True, show_progress=False))
     result = compare_runs(tmp_path / "off", tmp_path / "cor")
     assert not result["comparable"] and result["blockers"][0]["field"] == "controls.scoring"
     text = write_report([tmp_path / "off", tmp_path / "cor"], tmp_path / "report.md").read_text()

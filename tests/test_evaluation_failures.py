@@ -21,6 +21,7 @@ from tooltune.cli import main
 from tooltune.evaluation import runner
 from tooltune.evaluation.benchmark import EpisodeContext
 from tooltune.evaluation.failures import FailurePolicy, TooManyFailures, failure_line
+from tooltune.evaluation.options import EvalOptions
 from tooltune.evaluation.runner import Prepared, Task
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import GenerationRequest, HFBackend, OpenAIBackend, Sampling
@@ -66,7 +67,8 @@ def test_one_entry_failing_for_good_leaves_every_other_entry_scored(tmp_path, mo
     monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepared(24))
     out = tmp_path / "run"
     with _flaky() as server:
-        summary = runner.evaluate("apibank", _endpoint(server), out, sampling=GREEDY, show_progress=False)
+        summary = runner.evaluate("apibank", _endpoint(server), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False))
     verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
     assert len(verdicts) == 24 and all(v["valid"] for i, v in verdicts.items() if i != "e7")
     failed = verdicts["e7"]
@@ -88,14 +90,16 @@ def test_retry_failed_asks_the_failed_entries_again_and_nothing_else(tmp_path, m
     broken = {"e7"}
     server = FlakyServer(lambda text, attempt: "500" if text in broken else "ok")
     with server:
-        runner.evaluate("apibank", _endpoint(server, retries=1), out, sampling=GREEDY, show_progress=False)
+        runner.evaluate("apibank", _endpoint(server, retries=1), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False))
         assert len(server.attempts("e7")) == 2
-        runner.evaluate("apibank", _endpoint(server, retries=1), out, sampling=GREEDY, show_progress=False,
-                        resume=True)
+        runner.evaluate("apibank", _endpoint(server, retries=1), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False, resume=True))
         assert len(server.times) == 13  # resumed: the failed entry is kept, nothing asked
         broken.clear()
-        summary = runner.evaluate("apibank", _endpoint(server, retries=1), out, sampling=GREEDY,
-                                  show_progress=False, resume=True, failures=FailurePolicy(retry_failed=True))
+        summary = runner.evaluate("apibank", _endpoint(server, retries=1), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False, resume=True,
+            failures=FailurePolicy(retry_failed=True)))
         assert len(server.times) == 14 and server.times[-1][0] == "e7"
     verdicts = _lines(out / "verdicts.jsonl")
     assert len(verdicts) == len({v["id"] for v in verdicts}) == 12 and all(v["valid"] for v in verdicts)
@@ -109,12 +113,12 @@ def test_a_server_failing_every_request_stops_the_run_without_recording_them(tmp
     broken = [True]
     with FlakyServer(lambda text, attempt: "500" if broken[0] else "ok") as server:
         with pytest.raises(TooManyFailures, match="the last 5 entries in a row failed"):
-            runner.evaluate("apibank", _endpoint(server, retries=0), out, sampling=GREEDY,
-                            show_progress=False, failures=FailurePolicy(max_failed_in_a_row=5))
+            runner.evaluate("apibank", _endpoint(server, retries=0), EvalOptions(
+                out=out, sampling=GREEDY, show_progress=False, failures=FailurePolicy(max_failed_in_a_row=5)))
         assert len(server.times) < 40 and _lines(out / "verdicts.jsonl") == []
         broken[0] = False  # the cause is fixed: a plain resume asks every entry
-        summary = runner.evaluate("apibank", _endpoint(server, retries=0), out, sampling=GREEDY,
-                                  show_progress=False, resume=True)
+        summary = runner.evaluate("apibank", _endpoint(server, retries=0), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False, resume=True))
     assert summary["generation_failures"]["entries"] == 0
     assert sorted(v["id"] for v in _lines(out / "verdicts.jsonl")) == sorted(f"e{i}" for i in range(40))
 
@@ -124,15 +128,14 @@ def test_max_failed_stops_the_run_and_keeps_what_was_answered(tmp_path, monkeypa
     out = tmp_path / "run"
     with FlakyServer(lambda text, attempt: "500" if text in ("e2", "e9") else "ok") as server:
         with pytest.raises(TooManyFailures, match="more than --max-failed 1"):
-            runner.evaluate("apibank", _endpoint(server, retries=0), out,
-                            sampling=Sampling(temperature=0, batch_size=4), show_progress=False,
-                            failures=FailurePolicy(max_failed=1))
+            runner.evaluate("apibank", _endpoint(server, retries=0), EvalOptions(
+                out=out, sampling=Sampling(temperature=0, batch_size=4), show_progress=False,
+                failures=FailurePolicy(max_failed=1)))
         verdicts = _lines(out / "verdicts.jsonl")
         assert {v["id"] for v in verdicts if v.get("generation_failed")} == {"e2", "e9"}
         assert all(v["valid"] for v in verdicts if not v.get("generation_failed"))
-        summary = runner.evaluate("apibank", _endpoint(server, retries=0), out,  # --resume continues
-                                  sampling=Sampling(temperature=0, batch_size=4), show_progress=False,
-                                  resume=True)
+        summary = runner.evaluate("apibank", _endpoint(server, retries=0), EvalOptions(
+            out=out, sampling=Sampling(temperature=0, batch_size=4), show_progress=False, resume=True))
     assert summary["generation_failures"]["ids"] == {"0": ["e2", "e9"]}
     assert len({v["id"] for v in _lines(out / "verdicts.jsonl")}) == len(_lines(out / "verdicts.jsonl")) == 12
 
@@ -160,8 +163,8 @@ def test_a_multi_turn_entry_whose_request_fails_is_failed_and_the_others_are_pla
     out = tmp_path / "run"
     with FlakyServer(lambda text, attempt: "500" if text in ("e2", "user e3") else "ok") as server:
         user = OpenAIBackend(server.url, "user", retries=0, timeout=1.0)
-        summary = runner.evaluate("bfcl", _endpoint(server, retries=1), out, sampling=GREEDY,
-                                  show_progress=False, user_backend=user)
+        summary = runner.evaluate("bfcl", _endpoint(server, retries=1), EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False, user_backend=user))
     assert len(server.attempts("e2")) == 2  # its second turn was not sent
     verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
     assert verdicts["e2"]["generation_failed"] == "http_500" and not verdicts["e2"]["valid"]
@@ -178,7 +181,8 @@ def test_a_local_model_prompt_longer_than_its_context_fails_only_that_entry(tmp_
     tasks[1].messages = [{"role": "user", "content": " ".join(["word"] * (limit + 10))}]
     monkeypatch.setattr(runner, "prepare", lambda *a, **k: Prepared(tasks, []))
     out = tmp_path / "run"
-    summary = runner.evaluate("apibank", [(0, backend)], out, sampling=GREEDY, show_progress=False)
+    summary = runner.evaluate("apibank", [(0, backend)], EvalOptions(
+        out=out, sampling=GREEDY, show_progress=False))
     verdicts = {v["id"]: v for v in _lines(out / "verdicts.jsonl")}
     assert verdicts["e1"]["generation_failed"] == "too_long" and "context" in verdicts["e1"]["error"]
     assert len(verdicts) == 4 and not any(verdicts[i].get("generation_failed") for i in ("e0", "e2", "e3"))
@@ -193,8 +197,8 @@ from tooltune.evaluation import runner
 from tooltune.generation import OpenAIBackend
 runner.prepare = lambda *a, **k: prepared(40)
 backend = OpenAIBackend({url!r}, "m", concurrency=2, retries=3, backoff=0.01, timeout=1.0)
-runner.evaluate("apibank", [(0, backend)], {out!r}, sampling=GREEDY, show_progress=False,
-                resume={resume})
+runner.evaluate("apibank", [(0, backend)], runner.EvalOptions(out={out!r}, sampling=GREEDY,
+                                                              show_progress=False, resume={resume}))
 """
 
 
@@ -219,7 +223,8 @@ def test_sigkill_then_resume_neither_loses_nor_duplicates_an_answer(tmp_path, mo
         assert 12 <= len(kept) < 40
         monkeypatch.setattr(runner, "prepare", lambda *a, **k: prepared(40))
         backend = OpenAIBackend(server.url, "m", concurrency=2, retries=3, backoff=0.01, timeout=1.0)
-        runner.evaluate("apibank", [(0, backend)], out, sampling=GREEDY, show_progress=False, resume=True)
+        runner.evaluate("apibank", [(0, backend)], EvalOptions(
+            out=out, sampling=GREEDY, show_progress=False, resume=True))
     verdicts = _lines(out / "verdicts.jsonl")
     assert len(verdicts) == len({v["id"] for v in verdicts}) == 40
     assert verdicts[: len(kept)] == kept  # what was written before the kill stays as it was
@@ -234,7 +239,7 @@ def verdicts_of(records: list[dict], id_: str) -> dict:
 
 
 def test_the_cli_finishes_names_the_failed_entry_and_exits_as_asked(tmp_path, capsys) -> None:
-    from tooltune.evaluation.protocol import Controls
+    from tooltune.evaluation.controls import Controls
     from tooltune.evaluation.subset import SubsetSpec
 
     prep, _ = runner.prepare_subset("bfcl", "simple_python", Controls(), subset=SubsetSpec(6))

@@ -16,7 +16,8 @@ from tooltune.data.mcp_tasks import task_from_record  # noqa: E402
 from tooltune.environments.mcp.client import POOL, McpConnection, close_all  # noqa: E402
 from tooltune.environments.mcp.data import McpServer  # noqa: E402
 from tooltune.evaluation.benchmark import BENCHMARKS, MissingCapability, ProvidesAceGold  # noqa: E402
-from tooltune.evaluation.protocol import Controls  # noqa: E402
+from tooltune.evaluation.controls import Controls  # noqa: E402
+from tooltune.evaluation.options import EvalOptions  # noqa: E402
 from tooltune.evaluation.r2if_ace import ace_set  # noqa: E402
 from tooltune.evaluation.runner import evaluate  # noqa: E402
 from tooltune.evaluation.scripted import ground_truth_policy  # noqa: E402
@@ -60,8 +61,9 @@ def no_servers_left() -> None:
 
 def test_the_self_check_solves_every_task_and_the_summary_counts_per_file(data_dir: Path, tmp_path: Path):
     perfect = ScriptedBackend(ground_truth_policy("mcp", data_dir=data_dir), name="scripted")
-    summary = evaluate("mcp", [(0, perfect)], tmp_path / "run", data_dir=data_dir, show_progress=False,
-                       sampling=Sampling(temperature=0.0, batch_size=4))
+    summary = evaluate("mcp", [(0, perfect)], EvalOptions(
+        out=tmp_path / "run", data_dir=data_dir, show_progress=False,
+        sampling=Sampling(temperature=0.0, batch_size=4)))
     scores = summary["scores"]
     assert scores["overall"] == 1.0
     assert scores["categories.notes.correct"] == 2 and scores["categories.notes.total"] == 2
@@ -70,15 +72,16 @@ def test_the_self_check_solves_every_task_and_the_summary_counts_per_file(data_d
 
 def test_a_model_that_calls_nothing_fails_every_task_saying_which_check(data_dir: Path, tmp_path: Path):
     silent = ScriptedBackend(lambda r: render_answer([], "tool_n1"), name="silent")
-    summary = evaluate("mcp", [(0, silent)], tmp_path / "run", data_dir=data_dir, show_progress=False,
-                       categories="notes")
+    summary = evaluate("mcp", [(0, silent)], EvalOptions(
+        out=tmp_path / "run", data_dir=data_dir, show_progress=False, categories="notes"))
     assert summary["scores"]["overall"] == 0.0
     assert {k.split(".")[1] for k in summary["scores"] if k.startswith("categories.")} == {"notes"}
     verdicts = [json.loads(line) for line in (tmp_path / "run" / "verdicts.jsonl").read_text().splitlines()]
     assert verdicts and all(v["error"].startswith("calls: missing=") for v in verdicts)
     wrong = ScriptedBackend(lambda r: render_answer([ToolCall("delete_note", {"title": "x"})], "tool_n1")
                             if r.meta["step"] == 0 else render_answer([], "tool_n1"))
-    out = evaluate("mcp", [(0, wrong)], tmp_path / "wrong", data_dir=data_dir, show_progress=False)
+    out = evaluate("mcp", [(0, wrong)], EvalOptions(
+        out=tmp_path / "wrong", data_dir=data_dir, show_progress=False))
     assert out["scores"]["overall"] == 0.0
 
 
@@ -94,5 +97,6 @@ def test_eval_mcp_on_the_command_line_and_its_errors(data_dir: Path, tmp_path: P
     with pytest.raises(MissingCapability, match="benchmark 'mcp' has no ACE gold.*bfcl, apibank, acebench"):
         ace_set("mcp", None, Controls(), data_dir)
     with pytest.raises(MissingCapability, match="benchmark 'mcp' has no simulated-user entries"):
-        evaluate("mcp", [(0, ScriptedBackend(lambda r: ""))], tmp_path / "user", data_dir=data_dir,
-                 user_backend=ScriptedBackend(lambda r: "", name="user"), show_progress=False)
+        evaluate("mcp", [(0, ScriptedBackend(lambda r: ""))], EvalOptions(
+            out=tmp_path / "user", data_dir=data_dir, user_backend=ScriptedBackend(lambda r: "", name="user"),
+            show_progress=False))

@@ -11,7 +11,7 @@ pytest.importorskip("bfcl_eval", reason="bfcl-eval is not installed (requirement
 
 from tooltune.config import ConfigError  # noqa: E402
 from tooltune.evaluation.acebench import SYSTEM_SUFFIX  # noqa: E402
-from tooltune.evaluation.protocol import Controls  # noqa: E402
+from tooltune.evaluation.controls import Controls  # noqa: E402
 from tooltune.evaluation.r2if_ace import (  # noqa: E402
     ACE_FILE,
     AceItem,

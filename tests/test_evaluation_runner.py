@@ -19,9 +19,12 @@ from tooltune.cli import build_parser, main
 from tooltune.config import describe
 from tooltune.evaluation import commands as eval_commands
 from tooltune.evaluation import runner
+from tooltune.evaluation.benchmark import BENCHMARKS
+from tooltune.evaluation.bfcl.benchmark import BfclControls
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.failures import FailurePolicy
-from tooltune.evaluation.protocol import Controls
-from tooltune.evaluation.runner import Prepared, RunOptions, Task
+from tooltune.evaluation.options import EvalOptions, RunOptions
+from tooltune.evaluation.runner import Prepared, Task
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import BackendConfig, ReplayBackend, Sampling, ScriptedBackend
 from tooltune.generation.backends import load_predictions
@@ -83,15 +86,15 @@ def test_library_and_cli_evaluation_defaults_are_the_same(tmp_path, monkeypatch)
     assert (Sampling().temperature, Sampling().max_new_tokens, Sampling().batch_size) == (0.7, 512, 16)
     assert RunOptions().seeds == 3
     args = build_parser().parse_args(["eval", "bfcl", "--out", str(tmp_path)])
-    opts, controls, sampling, backend = eval_commands._configs(args)
-    assert (opts, controls, sampling) == (RunOptions(out=str(tmp_path)), Controls(), Sampling())
+    opts, controls, sampling, backend = eval_commands._configs(args, BENCHMARKS["bfcl"])
+    assert (opts, controls, sampling) == (RunOptions(out=str(tmp_path)), BfclControls(), Sampling())
     assert backend == BackendConfig(batch_size=Sampling().batch_size)
 
     task = Task("t0", "simple", [{"role": "user", "content": "q"}], lambda _: Verdict("t0", "simple", True))
     monkeypatch.setattr(runner, "prepare", lambda *a, **k: Prepared([task], []))
     seen = []
     backend = ScriptedBackend(lambda r: seen.append((r.seed, r.temperature)) or "x")
-    runner.evaluate("apibank", backend, tmp_path / "lib", show_progress=False)
+    runner.evaluate("apibank", backend, EvalOptions(out=tmp_path / "lib", show_progress=False))
     manifest = json.loads((tmp_path / "lib" / "manifest.json").read_text())
     assert manifest["seeds"] == [0, 1, 2] and seen == [(0, 0.7), (1, 0.7), (2, 0.7)]
     assert manifest["sampling"] == {**asdict(Sampling()), "partial": False}
@@ -117,7 +120,7 @@ def test_docs_list_every_eval_flag_with_its_default(repo_root: Path) -> None:
     """docs/evaluation.md's flag tables follow the dataclasses the flags are generated from."""
     doc = (repo_root / "docs" / "evaluation.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(): line for line in doc.splitlines() if line.startswith("| `--")}
-    for cls in (RunOptions, BackendConfig, Controls, Sampling, FailurePolicy):
+    for cls in (RunOptions, BackendConfig, Controls, BfclControls, Sampling, FailurePolicy):
         for key, default, _ in describe(cls):
             if cls is BackendConfig and key == "batch_size":
                 continue  # the command's --batch-size (Sampling) sets it
@@ -367,14 +370,16 @@ def test_library_evaluate_resumes_only_the_same_run(tmp_path, monkeypatch) -> No
     monkeypatch.setattr(runner, "prepare", lambda *a, **k: Prepared([task], []))
     out = tmp_path / "lib"
     replay = [(0, ReplayBackend({"t0": "a"}))]
-    runner.evaluate("apibank", replay, out, show_progress=False)
+    runner.evaluate("apibank", replay, EvalOptions(out=out, show_progress=False))
     manifest = (out / "manifest.json").read_text()
     assert json.loads(manifest)["predictions_sha256"] == {"0": runner.predictions_sha256(replay[0][1])}
-    assert runner.evaluate("apibank", replay, out, show_progress=False, resume=True)["seeds"] == [0]
+    assert runner.evaluate("apibank", replay, EvalOptions(
+        out=out, show_progress=False, resume=True))["seeds"] == [0]
     with pytest.raises(RunMismatch, match="predictions_sha256.0"):
-        runner.evaluate("apibank", [(0, ReplayBackend({"t0": "b"}))], out, show_progress=False, resume=True)
+        runner.evaluate("apibank", [(0, ReplayBackend({"t0": "b"}))], EvalOptions(
+            out=out, show_progress=False, resume=True))
     with pytest.raises(RunMismatch, match="pass --resume"):
-        runner.evaluate("apibank", replay, out, show_progress=False)
+        runner.evaluate("apibank", replay, EvalOptions(out=out, show_progress=False))
     assert (out / "manifest.json").read_text() == manifest
 
 
@@ -383,7 +388,7 @@ def test_a_chat_template_that_drops_earlier_reasoning_is_refused_where_history_e
 ) -> None:
     from test_prompts import QWEN3_LIKE
 
-    from tooltune.evaluation.protocol import Controls
+    from tooltune.evaluation.controls import Controls
     from tooltune.evaluation.runner import _check_reasoning_history, prepare
     from tooltune.generation import HFBackend
     from tooltune.prompts.chat_template import ReasoningHistoryLost
@@ -411,8 +416,9 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
 
     seen: list = []
     controls = Controls(template="native")
-    runner.evaluate("apibank", [(0, ScriptedBackend(lambda r: seen.append(r) or ""))], tmp_path / "run",
-                    controls, categories="level-1", data_dir=shared_data_dir / "apibank", show_progress=False)
+    runner.evaluate("apibank", [(0, ScriptedBackend(lambda r: seen.append(r) or ""))], EvalOptions(
+        out=tmp_path / "run", controls=controls, categories="level-1", data_dir=shared_data_dir / "apibank",
+        show_progress=False))
     served = runner.with_model_template([], controls)  # no local model: as an endpoint writes calls
     prep = runner.prepare("apibank", "level-1", served, shared_data_dir / "apibank")
     assert len(seen) == len(prep.tasks) and all(t.tools for t in prep.tasks)
@@ -426,8 +432,9 @@ def test_native_template_sends_each_entry_its_tools_and_refuses_a_template_witho
     assert runner.with_model_template([(0, backend)], Controls()).prompt_template.name == "tool_n1"
     backend.tokenizer.chat_template = OLD_TEMPLATE
     with pytest.raises(ChatToolsUnsupported, match="controls.template: 'native'"):
-        runner.evaluate("apibank", [(0, backend)], tmp_path / "refused", controls, categories="level-1",
-                        data_dir=shared_data_dir / "apibank", show_progress=False)
+        runner.evaluate("apibank", [(0, backend)], EvalOptions(
+            out=tmp_path / "refused", controls=controls, categories="level-1",
+            data_dir=shared_data_dir / "apibank", show_progress=False))
     runner.with_model_template([(0, backend)], Controls())  # other templates: nothing to check
 
 

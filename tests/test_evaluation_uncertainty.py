@@ -1,5 +1,5 @@
-"""Standard errors over entries of every score, and paired differences between two runs on the same
-entries: the stratified jackknife against the closed forms it must equal."""
+"""Mean ± std over seeds, standard errors over entries of every score, and paired differences between two
+runs on the same entries: the stratified jackknife against the closed forms it must equal."""
 
 from __future__ import annotations
 
@@ -8,10 +8,14 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import (
+    aggregate_seeds,
     flatten_numbers,
+    mean_std,
     paired_differences,
     read_verdicts,
     seed_mean_scores,
@@ -103,3 +107,17 @@ def test_read_verdicts_skips_lines_that_are_not_verdicts_and_repeats(tmp_path: P
     with pytest.raises(FileNotFoundError, match="verdicts.jsonl missing"):
         read_verdicts(tmp_path / "nothing")
     assert flatten_numbers({"a": {"b": 1, "c": None, "d": True}, "e": 0.5}) == {"a.b": 1.0, "e": 0.5}
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=8))
+def test_mean_std_matches_the_sample_formula(values: list[float]) -> None:
+    got = mean_std(values)
+    mean = sum(values) / len(values)
+    assert got["mean"] == pytest.approx(mean)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
+    assert got["std"] == pytest.approx(math.sqrt(var), abs=1e-12)
+
+
+def test_aggregate_seeds_flattens_nested_scores() -> None:
+    agg = aggregate_seeds({0: {"a": {"b": 0.5}, "c": None}, 1: {"a": {"b": 1.0}, "c": None}})
+    assert set(agg) == {"a.b"} and agg["a.b"]["mean"] == 0.75 and agg["a.b"]["n"] == 2

@@ -13,7 +13,7 @@ import pytest
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.controls import Controls
 from tooltune.prompts import (
     TEMPLATES,
     PromptControls,

@@ -17,4 +17,16 @@ present only where the benchmark needs it:
   `tool.py`, `tools_*.py`, `tables.py`).
 
 Each package's `__init__` lists its modules and re-exports the family's public names.
+
+Around the benchmarks, one module per job:
+
+- `benchmark`: the `Benchmark` interface, its capabilities and the registry `BENCHMARKS`;
+- `controls`: the protocol `Controls` every benchmark shares (a benchmark's own options: its subclass);
+- `options`: `RunOptions` (a run's flags) and `EvalOptions` (the one object `runner.evaluate` takes);
+- `runner`: a benchmark over seeds and backends into a run folder;
+- `manifest`: what a run's scores depend on, and the run identity that defines them;
+- `verdict_log`: the resumable `verdicts.jsonl`;
+- `uncertainty`: mean ± std over seeds, standard errors over entries, paired differences;
+- `comparison`: whether two runs compare, and their score differences;
+- `report`, `failures`, `subset`, `scripted`, `r2if_ace`, `verdict`; `commands`: `tooltune eval`.
 """

@@ -3,7 +3,8 @@
 A benchmark says how to load its items under the protocol `Controls`, how each completion is scored
 (under `Controls.scoring`, a `Scoring`: `official`, the benchmark's own code rule for rule, or
 `corrected`, named fixes), how verdicts aggregate into its published scores, how a perfect model answers
-(the harness self-check) and which command-line options it adds. Two capabilities are opt-in mixins:
+(the harness self-check) and which options of its own it has (`controls_type`, a `Controls` subclass:
+`tooltune eval` turns its fields into flags). Two capabilities are opt-in mixins:
 `ProvidesAceGold` (the entries with one correct call list, for R2IF's ACE metric) and `SimulatesUsers`
 (entries played against a simulated user); `require` gives a caller the capability or an error naming
 the benchmark. Multi-turn entries (`Episode`) are played by the benchmark's `EpisodeRunner`, given the
@@ -18,24 +19,21 @@ a benchmark's name, so adding a benchmark is one module with a `Benchmark` subcl
 from __future__ import annotations
 
 import abc
-import argparse
 import functools
 import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tooltune.config import ConfigError, Registry
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import Backend, GenerationRequest, MissingPrediction, Sampling
 from tooltune.parsing import prefix_fails
 from tooltune.prompts import grammar_for, prompt_tools, render_prompt
 from tooltune.schema import Sample, ToolCall
-
-if TYPE_CHECKING:  # protocol's run identity asks this registry, so the registry leaves protocol unimported
-    from tooltune.evaluation.protocol import Controls
 
 BENCHMARK_MODULES = (
     "tooltune.evaluation.bfcl.benchmark",
@@ -201,7 +199,7 @@ def split_categories(categories: Sequence[str] | str | None) -> list[str] | None
 
 
 class Benchmark(abc.ABC):
-    """One benchmark: its items, scoring, aggregation, ground-truth player and command-line options.
+    """One benchmark: its items, scoring, aggregation, ground-truth player and its own options.
 
     Subclasses set the class attributes and implement `prepare`, `scores` and `answers`; a benchmark
     with ACE gold or simulated users also derives from `ProvidesAceGold` or `SimulatesUsers`."""
@@ -210,8 +208,9 @@ class Benchmark(abc.ABC):
     help: ClassVar[str]
     uses_data_dir: ClassVar[bool] = True
     """False when the data ships with a package (BFCL): no --data-dir."""
-    controls_excluded: ClassVar[tuple[str, ...]] = ("name_style",)
-    """`Controls` fields that do not apply to this benchmark (left out of its command line)."""
+    controls_type: ClassVar[type[Controls]] = Controls
+    """The controls this benchmark runs under: `Controls`, or a subclass adding the benchmark's own
+    options (flags of `tooltune eval <name>`, fields of its manifest and run identity)."""
     scoring_packages: ClassVar[tuple[str, ...]] = ("tooltune",)
     """Packages whose version changes the verdicts (part of a run's identity)."""
     formulas: ClassVar[Mapping[str, str]] = {}
@@ -221,6 +220,10 @@ class Benchmark(abc.ABC):
     report_not_run: ClassVar[Mapping[str, str]] = {}
     """Summary keys of those tables that are never computed (a part that cannot run here), with the text
     the report shows in their place."""
+
+    def controls(self, controls: Controls | None = None) -> Controls:
+        """`controls` as this benchmark's `controls_type` (`Controls.cast`; None: its defaults)."""
+        return self.controls_type() if controls is None else self.controls_type.cast(controls)
 
     def data_dir(self, data_dir: str | os.PathLike | None = None) -> Path | None:
         """The benchmark's data folder (`benchmark_data_dir`), None when its data ships with a package."""
@@ -250,10 +253,6 @@ class Benchmark(abc.ABC):
         (an entry by default). `scores` must depend on a unit's category and verdicts, not on its id."""
         return entry_id
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        """Command-line options of this benchmark beyond the shared ones (none by default)."""
-        return None
-
 
 class ProvidesAceGold(abc.ABC):
     """Capability: single-turn entries whose correct answer is one list of calls (R2IF's ACE metric,
@@ -266,7 +265,12 @@ class ProvidesAceGold(abc.ABC):
 
 
 class SimulatesUsers(abc.ABC):
-    """Capability: entries played against a simulated user, prepared only when one is given."""
+    """Capability: entries played against a simulated user, prepared only when one is given (by the
+    caller: `tooltune eval` builds it from its --user-* flags, or takes `scripted_user` with
+    --scripted)."""
+
+    user_categories: ClassVar[tuple[str, ...]]
+    """The categories whose entries need a simulated user (skipped without one)."""
 
     @abc.abstractmethod
     def prepare_with_user(self, categories: Sequence[str] | str | None, controls: Controls,
@@ -274,9 +278,9 @@ class SimulatesUsers(abc.ABC):
         """`prepare`, the simulated-user entries included."""
 
     @abc.abstractmethod
-    def user_backend(self, args: argparse.Namespace, backend: Backend, data_dir: Path | None
-                     ) -> Backend | None:
-        """The backend that plays the user, from this benchmark's command-line options (None: none)."""
+    def scripted_user(self, data_dir: Path | None) -> Backend | None:
+        """The user of the ground-truth self-check: a scripted backend that plays each simulated-user
+        entry's user perfectly (None: no entries to play)."""
 
 
 class MissingCapability(ConfigError):

@@ -13,8 +13,10 @@ and --resume continues it; it is locked while the command writes. A folder holdi
 this run without --resume) and a folder another process is writing are one-line errors with exit
 status 2; the folder is checked before the benchmark's data, and a run that fails removes the folder
 it created (unless it holds results to resume). The flags of a benchmark command are generated from
-the dataclasses behind them (RunOptions, Controls, Sampling, BackendConfig), so their help and
-defaults are the library's. Heavy libraries are imported inside the handlers.
+the dataclasses behind them (RunOptions, the benchmark's Controls, Sampling, BackendConfig), so their
+help and defaults are the library's; this module turns the flags into those objects (and into the user
+simulator's backend) and hands `runner.evaluate` one `EvalOptions`. Heavy libraries are imported inside
+the handlers.
 """
 
 from __future__ import annotations
@@ -23,20 +25,22 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError
 from tooltune.evaluation.benchmark import BENCHMARKS, Benchmark, SimulatesUsers
+from tooltune.evaluation.comparison import compare_runs
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.failures import FailurePolicy, TooManyFailures, failure_line
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.options import EvalOptions, RunOptions
 from tooltune.evaluation.r2if_ace import AceOptions, evaluate_ace
-from tooltune.evaluation.runner import RunOptions, evaluate
+from tooltune.evaluation.runner import evaluate
 from tooltune.evaluation.scripted import ground_truth_policy
 from tooltune.evaluation.subset import describe_subset
-from tooltune.generation import BackendConfig, Sampling, ScriptedBackend
+from tooltune.generation import Backend, BackendConfig, Sampling, ScriptedBackend
 from tooltune.rundir import RunLock, check_identity, removed_on_failure, write_identity
 
 ACE_HELP = ("R2IF's ACE (mean R_cer) of a model's completions on a benchmark's single-turn entries, "
@@ -46,6 +50,10 @@ EXIT_FAILED = 3
 STUDENT_FLAGS = ("model", "endpoint", "model_name", "device", "dtype", "batch_size", "api_key_env",
                  "concurrency", "timeout", "retries")
 """BackendConfig fields of the CER student, given as --student-model, --student-endpoint, ..."""
+USER_FLAGS = ("endpoint", "model_name", "api_key_env")
+"""BackendConfig fields of a benchmark's user simulator, given as --user-endpoint, --user-model-name, ..."""
+USER_SHARES = ("concurrency", "timeout", "retries")
+"""BackendConfig fields the user simulator takes from the evaluated model's backend."""
 
 
 def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
@@ -58,13 +66,15 @@ def _add_run_args(p: argparse.ArgumentParser, bench: Benchmark) -> None:
     add(p, BackendConfig, exclude=("batch_size",), group="backend",
         title="what produces the completions (exactly one of --model, --endpoint, --predictions, "
               "--scripted); a local model generates --batch-size prompts at once")
-    add(p, Controls, exclude=bench.controls_excluded, group="controls",
-        title="protocol controls (recorded in the manifest)")
+    add(p, bench.controls_type, group="controls", title="protocol controls (recorded in the manifest)")
     add(p, Sampling, group="sampling", title="sampling (recorded in the manifest)")
     add(p, FailurePolicy, group="failures",
         title="entries that fail to generate (scored as missing answers; exit status 3 when these stop the "
               "run)")
-    bench.add_arguments(p)
+    if isinstance(bench, SimulatesUsers):
+        add(p, BackendConfig, only=USER_FLAGS, flag_prefix="user-", group="user",
+            title=f"user simulator for {', '.join(bench.user_categories)} (skipped without one; shares "
+                  f"{', '.join('--' + k for k in USER_SHARES)})")
     p.set_defaults(func=_removing_a_failed_out(_evaluate), benchmark=bench.name)
 
 
@@ -77,7 +87,13 @@ def _add_ace_args(p: argparse.ArgumentParser) -> None:
     add(p, BackendConfig, exclude=("batch_size",), group="backend",
         title="the evaluated model's completions (exactly one of --predictions FILE[,FILE...] (one per "
               "seed), --model, --endpoint)")
-    add(p, Controls, group="controls", title="protocol controls: those the completions were made under")
+    controls = p.add_argument_group("protocol controls: those the completions were made under")
+    add(controls, Controls, group="controls")
+    shared = {f.name for f in fields(Controls)}
+    for bench in BENCHMARKS.values():  # a benchmark's own controls (BFCL's --name-style), once each
+        own = [f.name for f in fields(bench.controls_type) if f.name not in shared]
+        add(controls, bench.controls_type, only=own, group="controls")
+        shared.update(own)
     add(p, Sampling, group="sampling")
     add(p, BackendConfig, only=STUDENT_FLAGS, flag_prefix="student-", group="student",
         title="the student (exactly one of --student-model, --student-endpoint)")
@@ -107,11 +123,13 @@ def register(subparsers: Any) -> None:
     rep.set_defaults(func=_report)
 
 
-def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, BackendConfig]:
-    """The run's configs from the flags the user typed over the dataclass defaults."""
+def _configs(args: argparse.Namespace, bench: Benchmark
+             ) -> tuple[RunOptions, Controls, Sampling, BackendConfig]:
+    """The run's configs from the flags the user typed over the dataclass defaults; the controls are
+    `bench`'s own (`Benchmark.controls_type`)."""
     given = config_mechanism.given_overrides
     opts = config_mechanism.load(RunOptions, overrides=given(args, "run"))
-    controls = config_mechanism.load(Controls, overrides=given(args, "controls"))
+    controls = _controls(args, bench)
     sampling = config_mechanism.load(Sampling, overrides=given(args, "sampling"))
     backend = config_mechanism.load(BackendConfig, overrides=given(args, "backend"))
     backend.batch_size = sampling.batch_size or backend.batch_size  # 0 = one call: keep the model's
@@ -120,6 +138,35 @@ def _configs(args: argparse.Namespace) -> tuple[RunOptions, Controls, Sampling, 
     opts.validate()
     config_mechanism.prepare_output(opts.out, "--out", folder=True)
     return opts, controls, sampling, backend
+
+
+def _controls(args: argparse.Namespace, bench: Benchmark) -> Controls:
+    """`bench`'s controls from the flags; a flag of another benchmark's own controls (`tooltune eval ace
+    --name-style` for API-Bank) is refused, naming the benchmarks that have it."""
+    given = config_mechanism.given_overrides(args, "controls")
+    own = {f.name for f in fields(bench.controls_type)}
+    for key in sorted(set(given) - own):
+        having = [b.name for b in BENCHMARKS.values() if key in {f.name for f in fields(b.controls_type)}]
+        raise ConfigError(f"controls.{key}: an option of {', '.join(having)}, not of {bench.name}")
+    return config_mechanism.load(bench.controls_type, overrides=given)
+
+
+def _user_backend(args: argparse.Namespace, bench: Benchmark, backend: BackendConfig,
+                  data_dir: Path | None) -> Backend | None:
+    """The user simulator of a `SimulatesUsers` benchmark: the --user-* endpoint (sharing the model
+    backend's USER_SHARES), or with --scripted the benchmark's scripted user; None otherwise."""
+    if not isinstance(bench, SimulatesUsers):
+        return None
+    given = config_mechanism.given_overrides(args, "user")
+    if given:
+        shared = {k: getattr(backend, k) for k in USER_SHARES}
+        user = config_mechanism.load(BackendConfig, base=shared, overrides=given)
+        if not user.endpoint:
+            raise ConfigError("user.endpoint: the user simulator needs --user-endpoint URL")
+        if not user.model_name:
+            raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
+        return user.build()
+    return bench.scripted_user(data_dir) if args.scripted else None
 
 
 def _backends(args: argparse.Namespace, opts: RunOptions, controls: Controls, backend: BackendConfig,
@@ -165,12 +212,12 @@ def _removing_a_failed_out(command: Command) -> Command:
 def _evaluate(args: argparse.Namespace) -> int:
     from tooltune.evaluation.report import write_report
 
-    opts, controls, sampling, backend = _configs(args)
     bench = BENCHMARKS[args.benchmark]
+    opts, controls, sampling, backend = _configs(args, bench)
     _check_out_first(opts.out, {"command": "eval", "benchmark": args.benchmark})
     data_dir = bench.data_dir(opts.data_dir)
     backends = _backends(args, opts, controls, backend, data_dir)
-    user_backend = bench.user_backend(args, backend, data_dir) if isinstance(bench, SimulatesUsers) else None
+    user_backend = _user_backend(args, bench, backend, data_dir)
     model = "scripted" if args.scripted else backend.label
     given = config_mechanism.given_overrides(args, "failures")
     failures = config_mechanism.load(FailurePolicy, overrides=given)
@@ -179,10 +226,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                           "needs --resume")
     with RunLock(opts.out):  # the report is written under the same lock as the results
         try:
-            summary = evaluate(args.benchmark, backends, opts.out, controls, opts.categories or None,
-                               sampling, data_dir, resume=opts.resume, partial=opts.partial, model=model,
-                               user_backend=user_backend, subset=opts.subset_spec(), failures=failures,
-                               stop_decided=opts.stop_decided)
+            options = EvalOptions.of(opts, controls=controls, sampling=sampling, failures=failures,
+                                     model=model, user_backend=user_backend)
+            summary = evaluate(args.benchmark, backends, options)
         except TooManyFailures as e:
             print(f"tooltune eval {args.benchmark}: {e}", file=sys.stderr)
             return EXIT_FAILED
@@ -208,7 +254,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _measure_ace(args: argparse.Namespace) -> int:
     given = config_mechanism.given_overrides
-    opts, controls, sampling, backend = _configs(args)
+    opts, controls, sampling, backend = _configs(args, BENCHMARKS[args.benchmark])
     _check_out_first(opts.out, {"command": "eval ace", "benchmark": args.benchmark})
     student = config_mechanism.load(BackendConfig, overrides=given(args, "student"))
     student.source()
@@ -232,8 +278,6 @@ def _measure_ace(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from tooltune.evaluation.protocol import compare_runs
-
     result = compare_runs(args.run_a, args.run_b)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -29,7 +29,7 @@ Output folder, like `runner.evaluate`'s: `ace.jsonl` (one line per seed and entr
 `completions_seed<S>.jsonl` (the completions scored), `v_base.sqlite` (the student baselines per entry
 and student, committed per batch, so a resumed run asks none twice), `summary.json` (per seed: ace,
 its standard error, n, mean v and v_base, per category; mean ± std over seeds; the entries left out)
-and `manifest.json` (`protocol.build_manifest`, with the student and the ACE settings under `sampling`).
+and `manifest.json` (`manifest.build_manifest`, with the student and the ACE settings under `sampling`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,11 @@ from tqdm.auto import tqdm
 
 from tooltune.config import ConfigError, check_values, option
 from tooltune.evaluation.benchmark import BENCHMARKS, ProvidesAceGold, require
-from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest
+from tooltune.evaluation.controls import Controls
+from tooltune.evaluation.manifest import build_manifest
 from tooltune.evaluation.runner import prepare, with_model_template
+from tooltune.evaluation.uncertainty import aggregate_seeds
+from tooltune.evaluation.verdict_log import VerdictLog
 from tooltune.generation import Backend, GenerationRequest, Sampling, generate_in_chunks
 from tooltune.prompts import CHAT_TOOLS_COLUMN
 from tooltune.rewards.cer import CERReward
@@ -206,7 +209,7 @@ def evaluate_ace(
     seed). `student`: a Backend, a `BackendConfig` or a mapping of its fields. `controls` must be those
     the completions were made under (`Controls(template="r2if")` for an R2IF model). `cache_path`: the
     v_base cache (default `out_dir/v_base.sqlite`; share one across runs with the same student)."""
-    controls, sampling = controls or Controls(), sampling or Sampling()
+    controls, sampling = BENCHMARKS[benchmark].controls(controls), sampling or Sampling()
     options = (options or AceOptions()).validate()
     if isinstance(backends, Backend):
         backends = [(0, backends)]

@@ -6,7 +6,7 @@ entries), `completions_seed<S>.jsonl` (the raw completions as a predictions file
 `summary.json` (scores of each seed, mean ± std over seeds, each score's standard error over entries,
 the subset when one was chosen, the formulas; with replayed predictions,
 per seed how the file fits the entries: `predictions_report`), `manifest.json` and
-`run.json` (the manifest fields that define the results, `protocol.run_identity`). Each answer is
+`run.json` (the manifest fields that define the results, `manifest.run_identity`). Each answer is
 recorded as it arrives; an entry whose generation fails for good is a failed verdict, scored as a
 missing answer and counted in summary.json's ``generation_failures`` (`tooltune.evaluation.failures`).
 
@@ -18,24 +18,26 @@ every difference otherwise). On resume, a line cut by a kill at the end of `verd
 (it is generated again), and each (seed, id) counts once.
 
 Defaults are the evaluation protocol, the same for the library and `tooltune eval`: `Sampling()`
-(temperature 0.7) over `RunOptions().seeds` (3) seeds. API-Bank and ACEBench data are read only from
+(temperature 0.7) over `RunOptions().seeds` (3) seeds. `evaluate` takes one `EvalOptions`
+(`tooltune.evaluation.options`). API-Bank and ACEBench data are read only from
 a folder the caller names: `data_dir`, or else `$TOOLTUNE_DATA_DIR/<benchmark>`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TextIO
 
 from tqdm.auto import tqdm
 
-from tooltune.config import ConfigError, check_values, option
+from tooltune.config import ConfigError
 from tooltune.evaluation.benchmark import (
     BENCHMARKS,
     DATA_DIR_ENV,
@@ -47,23 +49,24 @@ from tooltune.evaluation.benchmark import (
     benchmark_data_dir,
     require,
 )
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.failures import (
     FailureGate,
-    FailurePolicy,
     count_failed,
     drop_failed,
     failed_record,
     failure_summary,
 )
-from tooltune.evaluation.protocol import Controls, VerdictLog, aggregate_seeds, build_manifest, run_identity
+from tooltune.evaluation.manifest import build_manifest, run_identity
+from tooltune.evaluation.options import EvalOptions, RunOptions
 from tooltune.evaluation.subset import SubsetSpec, select
-from tooltune.evaluation.uncertainty import standard_errors
+from tooltune.evaluation.uncertainty import aggregate_seeds, standard_errors
 from tooltune.evaluation.verdict import Verdict
+from tooltune.evaluation.verdict_log import VerdictLog
 from tooltune.generation import (
     Backend,
     GenerationFailure,
     GenerationRequest,
-    Sampling,
     Tolerant,
     stream_results,
 )
@@ -72,78 +75,18 @@ from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_ident
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DATA_DIR_ENV", "DataDirError", "Prepared", "RunOptions", "SubsetSpec", "Task",
+__all__ = ["DATA_DIR_ENV", "DataDirError", "EvalOptions", "Prepared", "RunOptions", "SubsetSpec", "Task",
            "benchmark_data_dir", "evaluate", "prepare", "prepare_subset", "run_seed"]
-
-
-@dataclass
-class RunOptions:
-    """One evaluation run besides its controls, sampling and backend (`tooltune eval <benchmark>` flags)."""
-
-    out: str = option(
-        "",
-        "Output folder: verdicts.jsonl, summary.json, manifest.json, run.json, report.md (required; new "
-        "or empty, or this run's folder with --resume).",
-    )
-    categories: str = option("", "Comma-separated categories or groups (empty = all).")
-    seeds: int = option(
-        3,
-        "Seeds 0..N-1, one generation pass each; scores are mean ± std over seeds. The protocol default "
-        "is 3 seeds at temperature 0.7 (replayed predictions: one seed per file).",
-        min=1,
-    )
-    data_dir: str = option(
-        "",
-        f"Folder of the benchmark's files (empty = ${DATA_DIR_ENV}/<benchmark>); BFCL's data comes with "
-        "bfcl-eval.",
-    )
-    resume: bool = option(
-        False,
-        "Continue the run in --out: keep its verdicts and skip the entries already scored; refused "
-        "when any setting that defines the results differs from the folder's run.json.",
-    )
-    partial: bool = option(
-        False, "With predictions: skip entries that have no prediction instead of failing them."
-    )
-    report: bool = option(True, "Write DIR/report.md and its PNG bar chart.")
-    subset: int = option(
-        0,
-        "Score at most N entries of each category (0 = all), chosen by a permutation seeded with "
-        "--subset-seed that does not depend on file order; the report states the subset.",
-        min=0,
-    )
-    subset_seed: int = option(0, "Seed of the --subset permutation (the same seed picks the same entries).")
-    subset_ids: str = option(
-        "",
-        "Score only the entries whose ids this file lists (one id per line, # comments); an id that is "
-        "no entry of the categories evaluated is refused.",
-    )
-    stop_decided: bool = option(
-        True,
-        "End a local model's greedy completion as soon as its verdict is decided: under the strict format "
-        "of a two-block template (tool_n1, r2if) a prefix that no continuation can complete into a passing "
-        "format is a failed format whatever follows (docs/evaluation.md). Verdicts are unchanged; the "
-        "recorded completion is the text up to that point. Recorded in the manifest, not in the run's "
-        "identity.",
-    )
-
-    def validate(self) -> RunOptions:
-        check_values(self)
-        self.subset_spec()
-        return self
-
-    def subset_spec(self) -> SubsetSpec:
-        """The subset these options choose (inactive: the whole benchmark)."""
-        return SubsetSpec(self.subset, self.subset_seed, self.subset_ids)
 
 
 def prepare(benchmark: str, categories: Sequence[str] | str | None, controls: Controls,
             data_dir: str | os.PathLike | None = None, user_simulator: bool = False) -> Prepared:
-    """The registered `benchmark`'s items under `controls` (`Benchmark.prepare`); its data folder is
-    resolved here (`benchmark_data_dir`). Multi-turn entries that need a user simulator run only with
-    `user_simulator` (`SimulatesUsers.prepare_with_user`; `MissingCapability` for a benchmark without
-    simulated users)."""
+    """The registered `benchmark`'s items under `controls` (as its own controls, `Benchmark.controls`);
+    its data folder is resolved here (`benchmark_data_dir`). Multi-turn entries that need a user
+    simulator run only with `user_simulator` (`SimulatesUsers.prepare_with_user`; `MissingCapability`
+    for a benchmark without simulated users)."""
     bench = BENCHMARKS[benchmark]
+    controls = bench.controls(controls)
     if user_simulator:
         users = require(bench, SimulatesUsers, "simulated-user entries")
         return users.prepare_with_user(categories, controls, bench.data_dir(data_dir))
@@ -163,19 +106,21 @@ def _progress(total: int, desc: str) -> Any:
     return tqdm(total=total, desc=desc, unit="entry", dynamic_ncols=True)
 
 
-def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sampling: Sampling,
-             log: VerdictLog, partial: bool = False, progress: Any = None,
-             completions: TextIO | None = None, user_backend: Backend | None = None,
-             gate: FailureGate | None = None, run_dir: Path | None = None, stop_decided: bool = True) -> None:
-    """Generate and score every unfinished task of one seed; verdicts go to `log` as each answer comes.
-    With `stop_decided` a greedy completion ends as soon as its verdict is decided (`Task.decided`; a
-    sampled one runs to its end: a row leaving its batch early changes the other rows' random draws).
+def run_seed(prep: Prepared, backend: Backend, seed: int, options: EvalOptions, log: VerdictLog,
+             progress: Any = None, completions: TextIO | None = None, gate: FailureGate | None = None
+             ) -> None:
+    """Generate and score every unfinished task of one seed under `options` (its controls, sampling,
+    `partial`, user simulator); verdicts go to `log` as each answer comes. With `options.stop_decided`
+    a greedy completion ends as soon as its verdict is decided (`Task.decided`; a sampled one runs to
+    its end: a row leaving its batch early changes the other rows' random draws).
 
     Raw completions go to `completions` (a predictions file: replay it with `--predictions`). An entry
-    whose generation fails for good goes to `gate` (`tooltune.evaluation.failures`; default: the
-    default `FailurePolicy`), which records it as a failed verdict or stops the run.
-    Episodes that keep state between entries write it under `run_dir` (BFCL's memory snapshots).
+    whose generation fails for good goes to `gate` (`tooltune.evaluation.failures`; default: one of
+    `options.failures`), which records it as a failed verdict or stops the run.
+    Episodes that keep state between entries write it under `options.out` (BFCL's memory snapshots).
     """
+    controls, sampling = options.controls or Controls(), options.sampling
+    user_backend = options.user_backend
     has = getattr(backend, "has", None)
     unreadable: dict[str, str] = getattr(backend, "unreadable", None) or {}
 
@@ -192,18 +137,19 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         if progress is not None:
             progress.update(1)
 
-    gate = gate or FailureGate(FailurePolicy())
+    gate = gate or FailureGate(options.failures)
     todo = [t for t in prep.tasks if (seed, t.id) not in log.done]
     if has is not None:  # replay: entries without a prediction fail (or are skipped with `partial`)
         for t in [t for t in todo if not has(t.id)]:
             if t.id in unreadable:  # its line could not be read: failed, naming the file and line
                 record(Verdict(t.id, t.category, False, f"unreadable_prediction: {unreadable[t.id]}"))
-            elif not partial:
+            elif not options.partial:
                 record(Verdict(t.id, t.category, False, "missing_prediction"))
         todo = [t for t in todo if has(t.id)]
+    stop_decided = options.stop_decided and sampling.temperature == 0
     reqs = [GenerationRequest(t.messages, temperature=sampling.temperature,
                               max_new_tokens=sampling.max_new_tokens, seed=seed, id=t.id, tools=t.tools,
-                              stop_when=t.decided if stop_decided and sampling.temperature == 0 else None)
+                              stop_when=t.decided if stop_decided else None)
             for t in todo]
     for i, got in stream_results(backend, reqs, sampling.batch_size):
         if isinstance(got, GenerationFailure):
@@ -218,7 +164,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
         for e in missing:
             if e.id in unreadable:
                 record(Verdict(e.id, e.category, False, f"unreadable_prediction: {unreadable[e.id]}"))
-            elif not partial:
+            elif not options.partial:
                 record(Verdict(e.id, e.category, False, "missing_prediction"))
         entries = [e for e in entries if has(e.id)]
     if entries and prep.run_episodes is not None:
@@ -233,6 +179,7 @@ def run_seed(prep: Prepared, backend: Backend, seed: int, controls: Controls, sa
             else:
                 gate.fail(failed_record(v.id, v.category, seed, failure), record_failed)
 
+        run_dir = Path(options.out) if options.out else None
         prep.run_episodes(entries, EpisodeContext(tolerant, controls, sampling, seed, record_episode, user,
                                                   run_dir))
     gate.flush(record_failed)
@@ -329,71 +276,63 @@ def _check_reasoning_history(
                                     controls.history, where="controls.keep_reasoning")
 
 
-def evaluate(
-    benchmark: str,
-    backends: Backend | Sequence[tuple[int, Backend]],
-    out_dir: str | os.PathLike,
-    controls: Controls | None = None,
-    categories: Sequence[str] | str | None = None,
-    sampling: Sampling | None = None,
-    data_dir: str | os.PathLike | None = None,
-    resume: bool = False,
-    partial: bool = False,
-    model: str | None = None,
-    show_progress: bool = True,
-    user_backend: Backend | None = None,
-    subset: SubsetSpec | None = None,
-    failures: FailurePolicy | None = None,
-    stop_decided: bool = True,
-) -> dict[str, Any]:
-    """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `out_dir`.
+def evaluate(benchmark: str, backends: Backend | Sequence[tuple[int, Backend]], options: EvalOptions
+             ) -> dict[str, Any]:
+    """Evaluate `benchmark` once per (seed, backend); write verdicts, summary and manifest to `options.out`.
 
-    `backends`: (seed, backend) pairs, or one backend for the protocol's seeds 0..RunOptions().seeds-1.
-    Without `controls` / `sampling` the protocol defaults apply (`Controls()`, `Sampling()`: temperature
-    0.7), the same as `tooltune eval` without flags. `data_dir`: see `benchmark_data_dir`.
-    `user_backend` plays the user in a `SimulatesUsers` benchmark's entries (ACEBench's agent_multi_turn,
-    skipped without one; `MissingCapability` for a benchmark without simulated users). `subset`
-    restricts the run to fixed entries (recorded in the manifest and summary, part of the run's identity).
-    The summary holds each score's standard error over entries (`uncertainty.standard_errors`).
-    An entry whose generation fails for good is scored as a missing answer and counted in the summary's
-    ``generation_failures``; `failures` says when failures stop the run (`failures.TooManyFailures`) and
-    whether a resumed run generates the failed entries again (`tooltune.evaluation.failures`).
-    `stop_decided` (`RunOptions.stop_decided`) ends each greedy completion once its verdict is decided; it is
-    recorded in the manifest and is not part of the run's identity (no verdict depends on it).
+    `backends`: (seed, backend) pairs, or one backend for seeds 0..options.seeds-1. `options` holds the
+    rest (`EvalOptions`): without controls or sampling the protocol defaults apply (the benchmark's
+    `Controls`, `Sampling()`: temperature 0.7), the same as `tooltune eval` without flags; `data_dir`:
+    see `benchmark_data_dir`. `user_backend` plays the user in a `SimulatesUsers` benchmark's entries
+    (ACEBench's agent_multi_turn, skipped without one; `MissingCapability` for a benchmark without
+    simulated users). A subset (`subset`, `subset_seed`, `subset_ids`) restricts the run to fixed entries
+    (recorded in the manifest and summary, part of the run's identity). The summary holds each score's
+    standard error over entries (`uncertainty.standard_errors`). An entry whose generation fails for
+    good is scored as a missing answer and counted in the summary's ``generation_failures``; `failures`
+    says when failures stop the run (`failures.TooManyFailures`) and whether a resumed run generates the
+    failed entries again (`tooltune.evaluation.failures`). `stop_decided` ends each greedy completion
+    once its verdict is decided; it is recorded in the manifest and is not part of the run's identity
+    (no verdict depends on it).
 
-    `out_dir` must be new or empty, or hold this same run when `resume` is set (`rundir.RunMismatch`
-    otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when another process
-    holds it)."""
-    controls, sampling = controls or Controls(), sampling or Sampling()
-    if isinstance(backends, Backend):
-        backends = [(s, backends) for s in range(RunOptions().seeds)]
-    out = Path(out_dir)
-    controls = with_model_template(backends, controls)
-    prep, chosen = prepare_subset(benchmark, categories, controls, data_dir, user_backend is not None, subset)
-    _check_reasoning_history(prep, backends, controls)
+    `options.out` must be new or empty, or hold this same run when `options.resume` is set
+    (`rundir.RunMismatch` otherwise); it is locked while the run writes (`rundir.RunFolderBusy` when
+    another process holds it)."""
+    if not options.out:
+        raise ConfigError("out: evaluate needs an output folder (EvalOptions(out=...))")
     bench = BENCHMARKS[benchmark]
+    if isinstance(backends, Backend):
+        backends = [(s, backends) for s in range(options.seeds)]
+    out = Path(options.out)
+    controls = with_model_template(backends, bench.controls(options.controls))
+    options = dataclasses.replace(options, controls=controls)  # what every seed runs under
+    user_backend, sampling = options.user_backend, options.sampling
+    prep, chosen = prepare_subset(benchmark, options.categories or None, controls, options.data_dir or None,
+                                  user_backend is not None, options.subset_spec())
+    _check_reasoning_history(prep, backends, controls)
     seeds = [s for s, _ in backends]
     cats = prep.categories
     names = ", ".join(b.name for _, b in backends)
     if user_backend is not None and prep.episodes:
         names += f" (user simulator: {user_backend.name})"
     digests = {str(s): d for s, b in backends if (d := predictions_sha256(b)) is not None}
-    manifest = build_manifest(benchmark, cats, controls, seeds, model, names, prep.data_files,
-                              asdict(sampling) | {"partial": partial}, prep.system_extra, digests, chosen)
-    manifest["stop_decided"] = stop_decided  # recorded, outside the identity: it changes no verdict
+    manifest = build_manifest(benchmark, cats, controls, seeds, options.model, names, prep.data_files,
+                              asdict(sampling) | {"partial": options.partial}, prep.system_extra, digests,
+                              chosen)
+    manifest["stop_decided"] = options.stop_decided  # recorded, outside the identity: it changes no verdict
+    identity = run_identity(manifest, bench.scoring_packages)
     n_items = len(prep.tasks) + len(prep.episodes)
     with RunLock(out):
-        resuming = check_identity(out, run_identity(manifest), resume)
+        resuming = check_identity(out, identity, options.resume)
         if not resuming:
-            write_identity(out, run_identity(manifest))
+            write_identity(out, identity)
         if not resuming or not (out / "manifest.json").exists():  # a resumed run keeps its manifest
             _write_json(out / "manifest.json", manifest)
-        failures = failures or FailurePolicy()
-        if resuming and failures.retry_failed:
+        if resuming and options.failures.retry_failed:
             drop_failed(out / "verdicts.jsonl")
         with VerdictLog(out / "verdicts.jsonl", resume=resuming) as log:
-            bar = _progress(n_items * len(backends) - len(log.done), benchmark) if show_progress else None
-            gate = FailureGate(failures, count_failed(log.records))
+            todo = n_items * len(backends) - len(log.done)
+            bar = _progress(todo, benchmark) if options.show_progress else None
+            gate = FailureGate(options.failures, count_failed(log.records))
             try:
                 for seed, backend in backends:
                     path = out / f"completions_seed{seed}.jsonl"
@@ -401,8 +340,7 @@ def evaluate(
                         drop_torn_tail(path)
                         _keep_scored_completions(path, {i for s, i in log.done if s == seed})
                     with open(path, "a" if resuming else "w", encoding="utf-8") as f:
-                        run_seed(prep, backend, seed, controls, sampling, log, partial, bar, f, user_backend,
-                                 gate, out, stop_decided)
+                        run_seed(prep, backend, seed, options, log, bar, f, gate)
             finally:
                 if bar is not None:
                     bar.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.bfcl.benchmark import bfcl_answers
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.controls import Controls
 from tooltune.generation import GenerationRequest
 from tooltune.prompts import resolve_native
 
@@ -26,15 +26,16 @@ def ground_truth_policy(
     template: str = "tool_n1",
     categories: Sequence[str] | str | None = None,
     data_dir: str | os.PathLike | None = None,
-    name_style: str = "dotted",
     controls: Controls | None = None,
 ) -> Callable[[GenerationRequest], str]:
     """A `ScriptedBackend` function answering every entry of `benchmark` with its ground truth, rendered
-    for `template` (or `controls`, which then also give the name style and scoring mode); `data_dir` is
-    the benchmark's data folder itself. A template answered in the model's own format is written as an
-endpoint writes its calls back (`tooltune.prompts.resolve_native` with no chat template) unless
-`controls` already hold one resolved for a model."""
-    controls = controls or Controls(template=template, name_style=name_style)
+    for `template` (or `controls`, which then also give the scoring mode and the benchmark's own options,
+    such as BFCL's name style); `data_dir` is the benchmark's data folder itself. A template answered in
+    the model's own format is written as an endpoint writes its calls back
+    (`tooltune.prompts.resolve_native` with no chat template) unless `controls` already hold one resolved
+    for a model."""
+    bench = BENCHMARKS[benchmark]
+    controls = bench.controls(controls or Controls(template=template))
     # a scripted backend applies no chat template: a model's own format is written as an endpoint's
     controls = controls.with_template(resolve_native(None, controls.prompt_template, "controls.template"))
-    return BENCHMARKS[benchmark].answers(categories, controls, Path(data_dir) if data_dir else None)
+    return bench.answers(categories, controls, Path(data_dir) if data_dir else None)

@@ -1,4 +1,8 @@
-"""Standard errors over entries for every score of a run, and paired differences between two runs.
+"""A run's uncertainty: mean ± std over seeds, standard errors over entries for every score, and
+paired differences between two runs.
+
+Seeds: each seed's scores are flattened to dotted keys and every key gets its mean and sample standard
+deviation over the seeds that have it (`aggregate_seeds`, the summary's `mean_std` and `scores`).
 
 Every score a benchmark reports (a category's accuracy, BFCL's mean of category means, ACEBench's
 weighted overall) is computed by that benchmark's own `scores` from per-entry verdicts, so its
@@ -45,6 +49,21 @@ def flatten_numbers(d: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             out[key] = float(v)
     return out
+
+
+def mean_std(values: list[float]) -> dict[str, float]:
+    """Mean and sample standard deviation (n-1; 0 for one seed)."""
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+    return {"mean": mean, "std": std, "n": n}
+
+
+def aggregate_seeds(per_seed: Mapping[int, Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per metric (flattened dotted keys of each seed's scores): mean ± std over the seeds that have it."""
+    flat = {s: flatten_numbers(v) for s, v in per_seed.items()}
+    keys = sorted({k for f in flat.values() for k in f})
+    return {k: mean_std([f[k] for f in flat.values() if k in f]) for k in keys}
 
 
 def seed_mean_scores(bench: Benchmark, records: Sequence[Mapping[str, Any]]) -> dict[str, float]:

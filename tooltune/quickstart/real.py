@@ -28,8 +28,9 @@ from typing import Any
 from tooltune.config import ConfigError
 from tooltune.data.domain_split import split_by_domain, tool_domains
 from tooltune.data.pipeline import PrepareConfig, prepare
-from tooltune.evaluation.protocol import Controls
-from tooltune.evaluation.runner import SubsetSpec, evaluate
+from tooltune.evaluation.controls import Controls
+from tooltune.evaluation.options import EvalOptions
+from tooltune.evaluation.runner import evaluate
 from tooltune.generation import HFBackend, Sampling
 from tooltune.quickstart.measure import greedy, load, run_device
 from tooltune.quickstart.memory import PeakMemory
@@ -139,9 +140,11 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
         wall, cpu = time.perf_counter(), time.process_time()
         data_dir = Path(b.data_dir) / bench if b.data_dir else None  # else $TOOLTUNE_DATA_DIR/<benchmark>
         with PeakMemory() as memory:  # a bar per benchmark: entries done of the subset's size
-            summary = evaluate(bench, [(0, backend)], p.out / "evals" / name / bench, controls, categories,
-                               sampling, data_dir, resume=True, model=str(p.model_dir(name)),
-                               subset=SubsetSpec(int(b.subset.get(bench, 0)), b.subset_seed))
+            options = EvalOptions(out=str(p.out / "evals" / name / bench), categories=categories,
+                                  data_dir=str(data_dir or ""), resume=True,
+                                  subset=int(b.subset.get(bench, 0)), subset_seed=b.subset_seed,
+                                  controls=controls, sampling=sampling, model=str(p.model_dir(name)))
+            summary = evaluate(bench, [(0, backend)], options)
         scores, errors = summary["scores"], summary.get("standard_errors", {})
         cats = sorted({k.split(".")[1] for k in scores if k.startswith("categories.")})
         key = _headline_key(str(b.headline.get(bench, "")), scores, cats)

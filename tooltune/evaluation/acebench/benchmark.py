@@ -1,21 +1,18 @@
 """ACEBench as a registered `Benchmark`: normal and special entries scored one completion at a time
 (`scoring`), agent conversations played on the simulated APIs (`agent`), ACEBench's weighted summary.
 
-agent_multi_turn needs a user simulator: `--user-endpoint` (or, with `--scripted`, the scripted user who
-states the whole instruction); without one it is skipped and the summary says so.
+agent_multi_turn needs a user simulator (`tooltune eval acebench --user-endpoint`, or, with `--scripted`,
+`scripted_user`, who states the whole instruction); without one it is skipped and the summary says so.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tooltune import config as config_mechanism
-from tooltune.config import ConfigError
 from tooltune.evaluation.acebench import agent, data, scoring
 from tooltune.evaluation.benchmark import (
     AceGold,
@@ -30,15 +27,12 @@ from tooltune.evaluation.benchmark import (
     single_turn_task,
     split_categories,
 )
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.verdict import Verdict
-from tooltune.generation import Backend, BackendConfig, GenerationRequest, ScriptedBackend
+from tooltune.generation import Backend, GenerationRequest, ScriptedBackend
 from tooltune.schema import Sample
 
 logger = logging.getLogger(__name__)
-
-USER_FLAGS = ("endpoint", "model_name", "api_key_env")
-"""BackendConfig fields of the user simulator, given as --user-endpoint, --user-model-name, ..."""
 
 ACE_LEFT_OUT = {
     "special_incomplete": "the correct answer is a sentence naming the missing parameters, not calls",
@@ -66,6 +60,7 @@ def _run_agent(entries: list[agent.AgentEntry], context: EpisodeContext) -> None
 class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
     name = "acebench"
     help = "ACEBench normal + special categories (agent categories need a user-simulator endpoint)."
+    user_categories = ("agent_multi_turn",)
 
     def _categories(self, categories: Sequence[str] | str | None, data_dir: Path | None) -> list[str]:
         return split_categories(categories) or data.categories_in(data_dir)
@@ -82,7 +77,7 @@ class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
     def _prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None,
                  user_simulator: bool) -> Prepared[agent.AgentEntry]:
         cats = self._categories(categories, data_dir)
-        skipped = [] if user_simulator else [c for c in cats if c == "agent_multi_turn"]
+        skipped = [] if user_simulator else [c for c in cats if c in self.user_categories]
         if skipped:
             logger.warning("%s", agent.USER_SIM_SKIP_MESSAGE)
         kept = [c for c in cats if c not in skipped]
@@ -118,25 +113,9 @@ class AceBenchBenchmark(SimulatesUsers, ProvidesAceGold, Benchmark):
                 for c, s in data.load_samples(data_dir, kept)}
         return AceGold(cats, kept, gold, {c: ACE_LEFT_OUT[c] for c in cats if c not in kept})
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        config_mechanism.add_arguments(
-            parser, BackendConfig, only=USER_FLAGS, flag_prefix="user-", group="user",
-            title="user simulator for agent_multi_turn (skipped without one; shares --concurrency, "
-                  "--timeout, --retries)")
-
-    def user_backend(self, args: argparse.Namespace, backend: Backend, data_dir: Path | None
-                     ) -> Backend | None:
-        """--user-endpoint's backend, or the scripted user (states the instruction) with --scripted."""
-        given = config_mechanism.given_overrides(args, "user")
-        if given:
-            shared = {k: getattr(backend, k) for k in ("concurrency", "timeout", "retries")}
-            user = config_mechanism.load(BackendConfig, base=shared, overrides=given)
-            if not user.endpoint:
-                raise ConfigError("user.endpoint: the user simulator needs --user-endpoint URL")
-            if not user.model_name:
-                raise ConfigError("user.model_name: --user-endpoint needs --user-model-name NAME")
-            return user.build()
-        if getattr(args, "scripted", False) and data_dir is not None:
-            entries = data.load_agent_entries(data_dir, data.AGENT_CATEGORIES)
-            return ScriptedBackend(agent.scripted_user_policy(entries), name="scripted-user")
-        return None
+    def scripted_user(self, data_dir: Path | None) -> Backend | None:
+        """The scripted user, who states the whole instruction of each agent entry at once."""
+        if data_dir is None:
+            return None
+        entries = data.load_agent_entries(data_dir, data.AGENT_CATEGORIES)
+        return ScriptedBackend(agent.scripted_user_policy(entries), name="scripted-user")

@@ -21,7 +21,7 @@ from tooltune.evaluation.benchmark import (
     single_turn_task,
     split_categories,
 )
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.verdict import Verdict
 from tooltune.generation import GenerationRequest
 from tooltune.prompts import render_answer

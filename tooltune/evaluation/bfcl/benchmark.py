@@ -2,15 +2,18 @@
 (`scoring`), multi-turn entries played and checked by `multiturn`, the leaderboard's aggregates.
 
 Single-turn verdicts are the official checker's in both scoring modes (there is nothing to correct);
-multi-turn follows `Controls.scoring` (see `multiturn`).
+multi-turn follows `Controls.scoring` (see `multiturn`). BFCL's own option, the style of dotted function
+names, is a field of its controls (`BfclControls`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tooltune.config import option
 from tooltune.evaluation import bfcl
 from tooltune.evaluation.benchmark import (
     AceGold,
@@ -34,7 +37,7 @@ from tooltune.evaluation.bfcl.memory import RESULT_FOLDER, is_memory_id, load_me
 from tooltune.evaluation.bfcl.memory import scripted_policy as memory_policy
 from tooltune.evaluation.bfcl.multiturn import MultiTurnConfig, run_multi_turn, scripted_policy
 from tooltune.evaluation.bfcl.official import score_multi_turn
-from tooltune.evaluation.protocol import Controls
+from tooltune.evaluation.controls import Controls
 from tooltune.generation import GenerationRequest, MissingPrediction
 from tooltune.prompts import render_answer
 from tooltune.schema import Scoring, ToolCall
@@ -68,6 +71,18 @@ ACE_LEFT_OUT = {
 }
 EPISODES = bfcl.MULTI_TURN + MEMORY
 """Categories played as conversations on the episode loop."""
+
+
+@dataclass
+class BfclControls(Controls):
+    """The protocol controls plus BFCL's own option (`tooltune eval bfcl --name-style underscore`)."""
+
+    name_style: str = option(
+        "dotted",
+        "BFCL dotted function names shown and expected as math.factorial (dotted) or math_factorial "
+        "(underscore).",
+        tuple(bfcl.NAME_STYLES),
+    )
 
 
 def bfcl_answers(categories: Sequence[str] | str | None, template: str = "tool_n1",
@@ -130,12 +145,13 @@ def _run_multi_turn(entries: list[bfcl.BfclEntry], context: EpisodeContext) -> N
     each entry (a model, or the replay rules of `ReplayBackend` under ``corrected``) and the recorded
     result is judged by the mode's rules."""
     controls, sampling = context.controls, context.sampling
+    name_style = BfclControls.cast(controls).name_style
     predictions = getattr(context.backend, "predictions", None)
     if controls.scoring == Scoring.OFFICIAL and isinstance(predictions, dict):
         for e in entries:
             result = predictions[e.id]
             context.record(score_multi_turn(e, result, controls.prompt_template, controls.mode,
-                                            controls.name_style, scoring=Scoring.OFFICIAL), result)
+                                            name_style, scoring=Scoring.OFFICIAL), result)
         return
     run_multi_turn(entries, context.backend, _config(context), context.record, parallel=sampling.batch_size,
                    scoring=controls.scoring)
@@ -146,7 +162,7 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
     name = "bfcl"
     help = "BFCL with the official bfcl-eval checker (single-turn AST, relevance, multi-turn)."
     uses_data_dir = False
-    controls_excluded = ()
+    controls_type = BfclControls
     scoring_packages = ("tooltune", "bfcl-eval")
     formulas = bfcl.FORMULAS
     report_tables = (("BFCL (Tool-N1 Table 2 columns, %)", TABLE2_COLUMNS),
@@ -156,12 +172,13 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
 
     def prepare(self, categories: Sequence[str] | str | None, controls: Controls, data_dir: Path | None
                 ) -> Prepared[bfcl.BfclEntry]:
+        name_style = BfclControls.cast(controls).name_style
         cats = bfcl.expand_categories(categories)
         configs = [c for c in cats if c in FORMAT_SENSITIVITY]
         entries = bfcl.load_entries([c for c in cats if c not in FORMAT_SENSITIVITY])
-        scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, controls.name_style)
+        scorer = bfcl.SingleTurnScorer(controls.prompt_template, controls.mode, name_style)
         decided = format_decided(controls)  # a failed format: "no call" (irrelevance) or a failed entry
-        tasks = [single_turn_task(bfcl.entry_sample(e, controls.name_style), e.category, controls,
+        tasks = [single_turn_task(bfcl.entry_sample(e, name_style), e.category, controls,
                                   lambda text, e=e: scorer.score(e, text), decided=decided)
                  for e in entries if e.category not in EPISODES]
         episodes = [e for e in entries if e.category in EPISODES]
@@ -194,7 +211,7 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
         cats = bfcl.expand_categories(categories)
         configs = [c for c in cats if c in FORMAT_SENSITIVITY]
         answers, episodes = bfcl_answers([c for c in cats if c not in FORMAT_SENSITIVITY],
-                                         controls.prompt_template, controls.name_style)
+                                         controls.prompt_template, BfclControls.cast(controls).name_style)
         answers |= format_answers(load_format_entries(configs)) if configs else {}
         multi = [e for e in episodes if e.category not in MEMORY]
         memory = sorted({e.category for e in episodes if e.category in MEMORY})
@@ -214,6 +231,7 @@ class BfclBenchmark(ProvidesAceGold, Benchmark):
                  ) -> AceGold:
         cats = bfcl.expand_categories("single_turn" if categories in (None, "") else categories)
         kept = [c for c in cats if c not in ACE_LEFT_OUT]
-        gold = {e.id: [] if "irrelevance" in e.category else bfcl.ground_truth_calls(e, controls.name_style)
+        name_style = BfclControls.cast(controls).name_style
+        gold = {e.id: [] if "irrelevance" in e.category else bfcl.ground_truth_calls(e, name_style)
                 for e in bfcl.load_entries(kept)}
         return AceGold(cats, kept, gold, {c: ACE_LEFT_OUT[c] for c in cats if c not in kept})

@@ -31,8 +31,8 @@ from tooltune.evaluation.benchmark import (
     register_benchmark,
     split_categories,
 )
+from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.mcp.data import McpEntry, load_entries, task_files
-from tooltune.evaluation.protocol import Controls
 from tooltune.evaluation.verdict import Verdict, category_accuracy
 from tooltune.generation import (
     Dialogue,
