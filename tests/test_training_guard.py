@@ -85,3 +85,14 @@ def test_a_collapsing_run_stops_early_with_its_reason(tiny_model_dir: Path, tmp_
     run = train(off, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))
     summary = json.loads((run / "summary.json").read_text())
     assert summary["grpo"]["steps"] == 8 and summary["grpo"]["stopped_early"] is None
+
+
+def test_steps_that_trained_no_token_do_not_read_as_an_entropy_collapse() -> None:
+    # down-sampling dropped every group of these steps: TRL logs the entropy of no token as 0.0
+    empty = {"reward": 0.0, "entropy": 0.0, "tooltune/tokens_trained": 0.0}
+    live = {"reward": 0.5, "entropy": 0.3, "tooltune/tokens_trained": 640.0}
+    assert _feed(DivergenceGuard(window=3), [live, empty, empty, empty, live, empty]) is None
+    # a step that trained tokens at near-zero entropy still counts
+    flat = {"reward": 0.5, "entropy": 0.001, "tooltune/tokens_trained": 640.0}
+    got = _feed(DivergenceGuard(window=3), [flat, empty, flat, flat])
+    assert got is not None and "token entropy collapsed" in got[1]

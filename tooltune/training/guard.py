@@ -14,7 +14,9 @@ first of these, recording the reason in `trainer.tooltune.stop_reason` (the run'
   window is therefore counted in prompts (`window_prompts`, 32 by default: at 4 prompts a step, 8 steps,
   so 16 steps before the rule can fire);
 - entropy collapse: the mean token entropy of the last `window` steps is below `entropy_floor` nats:
-  every group samples the same completion, so no group has a reward spread left to learn from.
+  every group samples the same completion, so no group has a reward spread left to learn from. A step
+  whose loss held no completion token (`tooltune/tokens_trained` 0: down-sampling dropped every group,
+  as equal-reward groups are dropped) logs the entropy of no token as 0 and is left out of the window.
 
 The thresholds are deliberately loose: they catch a run that broke, not one that is merely noisy.
 """
@@ -58,7 +60,7 @@ class DivergenceGuard(TrainerCallback):
             return f"diverged: the loss is {loss} at step {step}"
         if isinstance(logs.get("reward"), (int, float)):
             self.rewards.append(float(logs["reward"]))
-        if isinstance(logs.get("entropy"), (int, float)):
+        if isinstance(logs.get("entropy"), (int, float)) and logs.get("tooltune/tokens_trained") != 0:
             self.entropies.append(float(logs["entropy"]))
         w = self.reward_window
         if len(self.rewards) >= 2 * w:
