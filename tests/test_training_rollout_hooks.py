@@ -157,3 +157,85 @@ def test_episode_cache_lives_for_one_step_in_one_mode() -> None:
     assert second is not first
     trainer.model.training = False
     assert RolloutHooks._tt_episode_cache(trainer) is not second
+
+
+class FakeRunner:
+    """vLLM's model runner as the weight sync sees it: a model whose merged linear layer (``qkv_proj``)
+    has its parameter with or without ``weight_loader``, and ``reload_weights`` recording its calls."""
+
+    def __init__(self, weight_loader: bool, reload: bool = True) -> None:
+        import torch
+
+        attn = torch.nn.Module()
+        attn.qkv_proj = torch.nn.Linear(2, 6, bias=False)
+        attn.o_proj = torch.nn.Linear(2, 2, bias=False)  # not merged: never needs weight_loader here
+        self.model = torch.nn.Module()
+        self.model.self_attn = attn
+        self.model.packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
+        if weight_loader:  # as vLLM's GPU path leaves it
+            attn.qkv_proj.weight.weight_loader = lambda *a: None
+        self.reloads: list[tuple[list[str], bool]] = []
+        if reload:
+            self.reload_weights = lambda weights_iterator, is_checkpoint_format: self.reloads.append(
+                ([name for name, _ in weights_iterator], is_checkpoint_format))
+
+
+def fake_vllm_trainer(runner: FakeRunner, mode: str = "colocate") -> Any:
+    """A trainer with TRL's colocated `vllm_generation` around `runner`; `calls` records what ran."""
+    from types import SimpleNamespace
+
+    calls: list[str] = []
+    llm = SimpleNamespace(reset_prefix_cache=lambda: calls.append("reset_prefix_cache"),
+                          llm_engine=SimpleNamespace(model_executor=SimpleNamespace(
+                              driver_worker=SimpleNamespace(model_runner=runner))))
+    generation = SimpleNamespace(
+        mode=mode, llm=llm, enable_sleep_mode=False,
+        sync_weights=lambda: calls.append("trl"),
+        _iter_named_params=lambda: iter([("model.embed_tokens.weight", 0), ("model.norm.weight", 1)]))
+    trainer = FakeTrainer(use_vllm=True, vllm_generation=generation)
+    trainer.calls = calls
+    return trainer
+
+
+@pytest.mark.parametrize("runner,mode,reloads", [
+    (FakeRunner(weight_loader=False), "colocate", True),  # vLLM's CPU backend: the fallback
+    (FakeRunner(weight_loader=True), "colocate", False),  # a GPU: TRL's sync unchanged
+    (FakeRunner(weight_loader=False, reload=False), "colocate", False),  # no reload to fall back on
+    (FakeRunner(weight_loader=False), "server", False),  # the server loads its own weights
+])
+def test_vllm_weight_sync_falls_back_to_reload_only_where_trls_cannot_load(
+    runner: FakeRunner, mode: str, reloads: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tooltune.training.rollout_hooks import RolloutHooks
+
+    trainer = fake_vllm_trainer(runner, mode)
+    RolloutHooks._tt_vllm_weight_sync(trainer)
+    trainer.vllm_generation.sync_weights()
+    trainer.vllm_generation.sync_weights()
+    if reloads:
+        assert trainer.calls == ["reset_prefix_cache"] * 2
+        assert runner.reloads == [(["model.embed_tokens.weight", "model.norm.weight"], True)] * 2
+        assert "(e.g. self_attn.qkv_proj.weight) have no weight_loader" in caplog.text
+        assert caplog.text.count("reload_weights instead") == 1
+    else:
+        assert trainer.calls == ["trl", "trl"] and runner.reloads == []
+        assert "reload_weights" not in caplog.text
+
+
+def test_vllm_weight_sync_is_untouched_without_vllm() -> None:
+    from tooltune.training.rollout_hooks import RolloutHooks
+
+    trainer = fake_vllm_trainer(FakeRunner(weight_loader=False))
+    trainer.use_vllm = False
+    RolloutHooks._tt_vllm_weight_sync(trainer)
+    trainer.vllm_generation.sync_weights()
+    assert trainer.calls == ["trl"]
+
+
+def test_trls_vllm_generation_has_what_the_fallback_calls() -> None:
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    from tooltune.training.engine_fence import parameters
+
+    assert parameters(VLLMGeneration.sync_weights) == "self"
+    assert parameters(VLLMGeneration._iter_named_params) == "self"

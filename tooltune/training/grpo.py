@@ -27,6 +27,9 @@ the signatures they have in the supported versions, and the trainer refuses othe
 - `rollout_func` (a constructor argument, not an override): agentic episodes
   (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
   `tooltune.batch_inputs` for it.
+- `vllm_generation.sync_weights` (TRL's weight sync into a colocated vLLM, a method of the trainer's
+  `vllm_generation`, not an override): replaced, where TRL's cannot load into the vLLM model (vLLM's CPU
+  backend), by a sync through vLLM's own reload (`tooltune.training.rollout_hooks`).
 
 Before training the trainer checks that its datasets hold the columns (`tooltune.schema.rows`) that its
 reward functions, its rollout function and pre-rollout filtering read (`needs`), and refuses in one line
@@ -109,6 +112,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             rollout_path=rollout_path,
         )
         super().__init__(*args, **kwargs)
+        self._tt_vllm_weight_sync()
         self._tt_check_columns()
         self._tt_check_shared_prefix()
         tt = self.tooltune

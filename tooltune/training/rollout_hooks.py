@@ -14,11 +14,22 @@ transformers' continuous batching, images or other multimodal inputs, ``min_p``,
 extra ``generation_kwargs``, a sharded model (FSDP, DeepSpeed), a model without a plain KV cache, or
 ``grpo.rollout_path: generate``. The metric ``tooltune/rollout_group_prefill`` is 1 for a call that took
 the group-prefill path, 0 otherwise.
+
+When vLLM generates the rollouts in colocate mode, TRL (1.16) moves the weights into it at each new step
+with `VLLMGeneration.sync_weights`, which calls the vLLM model's ``load_weights`` once per parameter; that
+needs the ``weight_loader`` of every merged linear layer's parameter (qkv_proj, gate_up_proj). vLLM's CPU
+backend replaces those parameters after loading, without it, so TRL's sync fails there.
+`RolloutHooks._tt_vllm_weight_sync`, called once the trainer is built, checks the vLLM model: where such
+a parameter lacks ``weight_loader`` and vLLM has the in-place reload (`model_runner.reload_weights`), the
+trainer's ``vllm_generation.sync_weights`` becomes `reload_sync`, which hands TRL's own iterator of the
+training weights (named as vLLM expects, FSDP / DeepSpeed / PEFT handled) to that reload in one call, and
+logs so once. Everywhere else (a GPU) TRL's sync runs unchanged.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -106,3 +117,46 @@ class RolloutHooks:
         if message not in seen:
             seen.add(message)
             logger.log(level, "grpo.rollout_path: %s", message)
+
+    def _tt_vllm_weight_sync(self) -> None:
+        """Where TRL's weight sync cannot load into the colocated vLLM model, sync through vLLM's reload
+        instead (see module docstring); called once, after TRL's constructor."""
+        generation = getattr(self, "vllm_generation", None) if self.use_vllm else None
+        if generation is None or generation.mode != "colocate":
+            return
+        runner = generation.llm.llm_engine.model_executor.driver_worker.model_runner
+        why = reload_reason(runner)
+        if why is None:
+            return
+        logger.warning("vLLM weight sync: %s; the weights go through vLLM's reload_weights instead", why)
+        generation.sync_weights = reload_sync(generation, runner)
+
+
+def reload_reason(runner: Any) -> str | None:
+    """Why TRL's per-parameter ``load_weights`` cannot sync into the model of vLLM's `runner` while
+    ``reload_weights`` can, or None when TRL's sync is to run: a parameter of a merged linear layer (a
+    key of the model's ``packed_modules_mapping``) without ``weight_loader``."""
+    model = runner.model
+    packed = set(getattr(model, "packed_modules_mapping", None) or ())
+    lacking = [name for name, param in model.named_parameters()  # "...layers.0.self_attn.qkv_proj.weight"
+               if packed.intersection(name.split(".")[-2:-1]) and not hasattr(param, "weight_loader")]
+    if not lacking or not callable(getattr(runner, "reload_weights", None)):
+        return None
+    return (f"{len(lacking)} parameters of merged linear layers (e.g. {lacking[0]}) have no weight_loader, "
+            "so TRL's per-parameter load_weights cannot load them")
+
+
+def reload_sync(generation: Any, runner: Any) -> Callable[[], None]:
+    """A ``sync_weights`` for TRL's colocated `generation` that loads the training weights through vLLM's
+    in-place reload, in the checkpoint's format; around it, what TRL's sync does (wake the weights of a
+    sleeping engine, empty the prefix cache)."""
+
+    def sync_weights() -> None:
+        if generation.enable_sleep_mode:
+            generation.llm.wake_up(tags=["weights"])
+            generation._llm_weights_sleeping = False
+        # TRL's iterator: each parameter gathered (FSDP / DeepSpeed), PEFT merged, under vLLM's names
+        runner.reload_weights(weights_iterator=generation._iter_named_params(), is_checkpoint_format=True)
+        generation.llm.reset_prefix_cache()
+
+    return sync_weights
