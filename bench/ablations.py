@@ -126,10 +126,10 @@ def variant_knobs(variant: str, seed: int, args: argparse.Namespace, base: Any, 
 def evaluate(base: Any, model_dir: Path, args: argparse.Namespace, ace_cache: Path) -> dict[str, Any]:
     """Greedy held-out and unseen-tools completions of one checkpoint, scored strictly and calls-only,
     with the per-sample hits (for paired differences), and ACE on held-out samples that call a tool."""
+    from tooltune.experiment.measure import backend, load
+    from tooltune.experiment.stats import summarize
     from tooltune.generation import GenerationRequest
     from tooltune.prompts import render_prompt
-    from tooltune.quickstart.run import backend, load
-    from tooltune.quickstart.stats import summarize
     from tooltune.rewards.binary import binary_reward
     from tooltune.rewards.cer import CERReward
 
@@ -170,11 +170,11 @@ def diagnose_unseen(base: Any, model_dir: Path, k: int) -> dict[str, Any]:
     memorized name of the request's keyword); pass@k at temperature 1 (does sampling ever write the
     new tool's call?)."""
     from tooltune.data.synthetic.quickstart_task import TRAIN_TOOLS
+    from tooltune.experiment.measure import backend, load
+    from tooltune.experiment.stats import binomial
     from tooltune.generation import GenerationRequest
     from tooltune.parsing import parse_calls
     from tooltune.prompts import grammar_for, render_prompt
-    from tooltune.quickstart.run import backend, load
-    from tooltune.quickstart.stats import binomial
     from tooltune.rewards.binary import binary_reward
 
     t = base.cfg.train
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # deferred: heavy
 
     from bench.efficiency import warm_start
-    from tooltune.quickstart.report import environment
+    from tooltune.experiment.report import environment
 
     torch.set_num_threads(args.threads)
     config = CONFIGS / PROFILES[profile]

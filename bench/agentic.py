@@ -102,11 +102,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from tooltune.config import set_key
     from tooltune.data.synthetic.chain_tasks import chain_tasks
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.measure import load
+    from tooltune.experiment.pipeline import Pipeline
+    from tooltune.experiment.report import environment
+    from tooltune.experiment.stats import paired
     from tooltune.generation import evaluate_episodes
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.report import environment
-    from tooltune.quickstart.run import Pipeline, load
-    from tooltune.quickstart.stats import paired
     from tooltune.schema import write_jsonl
     from tooltune.training.diagnostics import grpo_summary
     from tooltune.training.runner import train

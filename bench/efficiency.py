@@ -196,8 +196,8 @@ def _fail(message: str) -> None:
 
 def warm_start(config: Path, seed: int, threads: int, folder: Path, overrides: dict[str, Any]) -> Any:
     """The quickstart pipeline of `config` run to its warm start (stages data, model, sft, eval_sft)."""
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.run import Pipeline
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.pipeline import Pipeline
 
     cfg = load_config(config, {"seed": seed, "threads": threads, **overrides})
     base = Pipeline(folder, cfg, say=lambda s: print(s, flush=True))
@@ -245,7 +245,7 @@ def train_variant(base: Any, run_dir: Path, knobs: dict[str, Any], args: argpars
 
 def run_grid(args: argparse.Namespace, out: Path) -> int:
     """One seed of the grid: per part, its warm start, then every run; one JSON file per part."""
-    from tooltune.quickstart.report import environment
+    from tooltune.experiment.report import environment
 
     warm_seed = args.seed if args.warm_seed is None else args.warm_seed
     folders = {"single_turn": args.warm_start, "multi_step": args.warm_start_multi}
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     # deferred: torch, transformers and trl load in seconds; --help and the tests need none of them
     import torch
 
-    from tooltune.quickstart.report import environment
+    from tooltune.experiment.report import environment
 
     torch.set_num_threads(args.threads)
     out.mkdir(parents=True, exist_ok=True)

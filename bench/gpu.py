@@ -272,8 +272,8 @@ def train_part(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     from transformers import AutoConfig, AutoTokenizer, Qwen2ForCausalLM  # deferred: heavy
 
     from tooltune.config import set_key
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.run import Pipeline
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.pipeline import Pipeline
     from tooltune.training.diagnostics import grpo_summary, read_metrics
     from tooltune.training.runner import train
 
@@ -319,8 +319,9 @@ def train_part(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def quickstart_part(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """The mini quickstart end to end: wall time per stage."""
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.run import STAGES, Pipeline
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.pipeline import Pipeline
+    from tooltune.experiment.synthetic import STAGES
 
     cfg = load_config(ROOT / "configs" / "quickstart_mini.yaml", {"seed": args.seed, "threads": args.threads})
     pipe = Pipeline(out / "quickstart", cfg, say=lambda s: None)

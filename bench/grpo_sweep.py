@@ -35,7 +35,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tooltune.quickstart.branch import BRANCH_KEYS  # noqa: E402 (after the path insert)
+from tooltune.experiment.branch import BRANCH_KEYS  # noqa: E402 (after the path insert)
 from tooltune.training.report import binomial_se  # noqa: E402
 
 
@@ -62,10 +62,11 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     """Branch `out` from `source` with `settings`, run its GRPO stage (resumed if begun); its result."""
     import torch
 
-    from tooltune.quickstart.branch import branch
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.real import real_profile
-    from tooltune.quickstart.run import Pipeline, synthetic_profile
+    from tooltune.experiment.branch import branch
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.pipeline import Pipeline
+    from tooltune.experiment.real import real_profile
+    from tooltune.experiment.synthetic import synthetic_profile
 
     # `threads` is the source's setting (part of the run's identity); this process's torch threads are
     # set below without changing it

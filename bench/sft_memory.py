@@ -2,7 +2,7 @@
 
 Prepares the recipe's training split in a scratch folder (the quickstart's `data` stage), loads the model
 folder, builds the recipe's `SFTLoop` and times `--steps` optimizer steps: per step its loss, wall and CPU
-seconds and the process's peak resident memory during the step (`tooltune.quickstart.memory`). Any
+seconds and the process's peak resident memory during the step (`tooltune.experiment.memory`). Any
 quickstart setting may follow, e.g. the memory settings whose effect this measures:
 
     python bench/sft_memory.py --steps 4 --threads 1                                # the preset
@@ -21,11 +21,12 @@ import time
 
 import torch
 
-from tooltune.quickstart.config import load_config
-from tooltune.quickstart.measure import load
-from tooltune.quickstart.memory import PeakMemory, status_kb
-from tooltune.quickstart.real import real_profile
-from tooltune.quickstart.run import Pipeline, _sft_rows
+from tooltune.experiment.config import load_config
+from tooltune.experiment.measure import load
+from tooltune.experiment.memory import PeakMemory, status_kb
+from tooltune.experiment.pipeline import Pipeline
+from tooltune.experiment.real import real_profile
+from tooltune.experiment.stages import sft_rows
 from tooltune.training.sft import SFTLoop
 
 
@@ -41,7 +42,7 @@ def main() -> None:
         p.run_stage("data")
         tcfg = p.train_config("sft")
         model, tok = load(p.model_dir("base"))
-        rows = _sft_rows(tcfg, tok, p)
+        rows = sft_rows(tcfg, tok, p)
         loop = SFTLoop.from_config(tcfg, model, tok, rows)
         lengths = sorted(len(ids) for ids, _ in loop.encoded)
         print(json.dumps({"rows": len(lengths), "tokens_median": lengths[len(lengths) // 2],

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("integrations",),
     ("data",),
     ("training", "evaluation"),
-    ("quickstart",),
+    ("experiment",),
     ("cli", "bench_commands"),
 ]
 """Lowest first; must match the diagram in docs/architecture.md."""
@@ -177,3 +177,65 @@ def test_the_episode_driver_sits_below_training_and_evaluation():
         names = {a.name for n in ast.walk(tree)
                  if isinstance(n, ast.ImportFrom) and n.module == "tooltune.generation" for a in n.names}
         assert names & {"drive", "run_episodes"}, f"{rel} does not run its episodes on the driver"
+
+
+def _package_imports(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of `package` it imports (every import statement, those under TYPE_CHECKING
+    and inside functions too), for the modules of `tooltune.<package>`; the package itself is
+    `tooltune.<package>`."""
+    root = PACKAGE / package
+    modules = {}
+    for path in sorted(root.rglob("*.py")):
+        name = ".".join(("tooltune", *path.relative_to(PACKAGE).with_suffix("").parts))
+        modules[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of `graph` (its modules in order, the first again at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        if state.get(node) == 1:
+            return [*path[path.index(node):], node]
+        if state.get(node) == 2:
+            return None
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            found = visit(nxt, [*path, node])
+            if found:
+                return found
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        found = visit(node, [])
+        if found:
+            return found
+    return None
+
+
+def test_a_cycle_of_module_imports_is_found():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_the_experiment_modules_import_each_other_without_a_cycle():
+    """The experiment pipeline's modules form layers of their own: the profiles and the lower modules
+    (settings, run folder, measurements, branch, reports) never import the pipeline that runs them."""
+    graph = _package_imports("experiment")
+    assert "tooltune.experiment.pipeline" in graph and "tooltune.experiment.branch" in graph
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle in tooltune.experiment: " + " -> ".join(cycle or [])
+    above = {"tooltune.experiment.pipeline", "tooltune.experiment.commands"}
+    bad = sorted(m for m, deps in graph.items() if m not in above and deps & above)
+    assert not bad, f"modules below the pipeline that import it or the CLI: {bad}"

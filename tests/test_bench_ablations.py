@@ -54,7 +54,7 @@ def test_a_verdict_needs_two_standard_errors_in_the_papers_direction() -> None:
 def test_each_variant_is_a_valid_training_config_with_its_own_reward(tmp_path: Path) -> None:
     abl = _module("bench.ablations")
     from tooltune.config import set_key
-    from tooltune.quickstart.config import DEFAULT_CONFIG, load_config
+    from tooltune.experiment.config import DEFAULT_CONFIG, load_config
 
     cfg = load_config(DEFAULT_CONFIG)
     base = SimpleNamespace(model_dir=lambda name: tmp_path / "models" / name)

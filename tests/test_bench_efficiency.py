@@ -1,7 +1,9 @@
-"""bench/efficiency.py --grid: the grid's runs and the summary table read from per-seed files."""
+"""bench/efficiency.py: the variants' settings, the speed-up, the reference run, the mini smoke test, and
+--grid: the grid's runs and the summary table read from per-seed files."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import math
@@ -10,7 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import bench_module
 
+from tooltune.experiment.config import load_config
+
 REPO = Path(__file__).resolve().parents[1]
+MINI = REPO / "configs" / "quickstart_mini.yaml"
 
 
 def _grid():
@@ -99,9 +104,7 @@ def test_summary_table_per_seed_and_mean(tmp_path: Path) -> None:
 
 
 def test_summarize_command_writes_the_table_and_plot(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_efficiency", REPO / "bench" / "efficiency.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench_efficiency()
     files = [str(_seed_file(tmp_path, 0, 1.0)), str(_seed_file(tmp_path, 2, 1.5))]
     assert mod.main(["--summarize", *files, "--out", str(tmp_path / "sum")]) == 0
     assert (tmp_path / "sum" / "summary.png").stat().st_size > 0
@@ -112,3 +115,78 @@ def test_summarize_command_writes_the_table_and_plot(tmp_path: Path) -> None:
     assert args.budget_s == 90.0 and args.parts == "single_turn,multi_step"
     with pytest.raises(SystemExit):
         mod.parse_args(["--grid", "--parts", "single_turn,nope"])
+
+
+def _bench_efficiency():
+    """bench/efficiency.py as a module (loaded from its file: it runs as a script)."""
+    path = REPO / "bench" / "efficiency.py"
+    spec = importlib.util.spec_from_file_location("bench_efficiency", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_efficiency_variants_get_only_their_techniques_and_the_lr_scale() -> None:
+    from tooltune.config import set_key
+
+    mod = _bench_efficiency()
+    args = argparse.Namespace(
+        filter_k=2, filter_reset=True, downsample_m=4, advantage="full", lr_scale=0.5, vanilla_lr_scale=1.0
+    )
+    assert mod.variant_knobs("vanilla", args, 1e-3) == {
+        "filter.enabled": False,
+        "filter.k": 2,
+        "filter.reset_after_skip": True,
+        "downsample.enabled": False,
+        "downsample.m": 4,
+        "downsample.advantage": "full",
+        "grpo.learning_rate": 1e-3,
+    }
+    both = mod.variant_knobs("filter+downsample", args, 1e-3)
+    assert (both["filter.enabled"], both["downsample.enabled"]) == (True, True)
+    assert both["grpo.learning_rate"] == 5e-4
+    assert not mod.variant_knobs("filter_only", args, 1e-3)["downsample.enabled"]
+    assert not mod.variant_knobs("downsample_only", args, 1e-3)["filter.enabled"]
+    args.vanilla_lr_scale = 0.5  # the lr control: vanilla at (b)'s learning rate
+    assert mod.variant_knobs("vanilla", args, 1e-3)["grpo.learning_rate"] == 5e-4
+    cfg = load_config(MINI).train  # the knobs are keys of the training config
+    for key, value in both.items():
+        set_key(cfg, key, value)
+    assert cfg.filter.enabled and cfg.downsample.m == 4 and cfg.validate()
+
+
+def test_efficiency_speedup_is_time_to_vanillas_best_over_time_to_match_it() -> None:
+    mod = _bench_efficiency()
+    a = [
+        {"train_s": 0, "accuracy": 0.3},
+        {"train_s": 100, "accuracy": 0.4},
+        {"train_s": 200, "accuracy": 0.5},
+    ]
+    b = [{"train_s": 0, "accuracy": 0.3}, {"train_s": 80, "accuracy": 0.5}, {"train_s": 160, "accuracy": 0.6}]
+    assert mod.speedup(a, b) == {"target_accuracy": 0.5, "time_a_s": 200, "time_b_s": 80, "speedup": 2.5}
+    assert mod.speedup(a, a[:2])["speedup"] is None  # (b) never reached (a)'s best
+    flat = [{"train_s": 0, "accuracy": 0.5}, {"train_s": 50, "accuracy": 0.4}]
+    assert mod.speedup(flat, b)["speedup"] is None  # (a) never improved: no ratio
+
+
+def test_efficiency_reference_is_refused_unless_measured_the_same_way(tmp_path: Path) -> None:
+    mod = _bench_efficiency()
+    expect = {"task": "single_turn", "seed": 1, "eval_samples": 1000, "eval_every": 10}
+    ref = tmp_path / "efficiency.json"
+    vanilla = {"curve": [{"train_s": 0, "accuracy": 0.5}]}
+    ref.write_text(json.dumps({**expect, "variants": {"vanilla": vanilla}}))
+    assert mod.reference_vanilla(str(ref), expect)["curve"][0]["accuracy"] == 0.5
+    with pytest.raises(ValueError, match="eval_samples is 1000, this run has 300"):
+        mod.reference_vanilla(str(ref), {**expect, "eval_samples": 300})
+    with pytest.raises(ValueError, match="no readable vanilla run"):
+        mod.reference_vanilla(str(tmp_path / "missing.json"), expect)
+
+
+
+def test_efficiency_mini_is_a_seconds_long_smoke_test() -> None:
+    mod = _bench_efficiency()
+    assert mod.parse_args(["--mini"]).budget_s == 5.0
+    assert mod.parse_args([]).budget_s == 240.0
+    assert mod.parse_args(["--mini", "--budget-s", "30"]).budget_s == 30.0
+    with pytest.raises(SystemExit):
+        mod.parse_args(["--budget-s", "0"])

@@ -17,7 +17,7 @@ def _gpu():
 
 def test_quick_run_through_the_cli_writes_every_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tooltune.cli import main
-    from tooltune.quickstart.run import STAGES
+    from tooltune.experiment.synthetic import STAGES
 
     monkeypatch.chdir(REPO)
     out = tmp_path / "gpu"

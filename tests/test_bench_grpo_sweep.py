@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import bench_module
 
-from tooltune.quickstart.config import load_config
-from tooltune.quickstart.run import Pipeline
+from tooltune.experiment.config import load_config
+from tooltune.experiment.pipeline import Pipeline
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "configs" / "quickstart_mini.yaml"

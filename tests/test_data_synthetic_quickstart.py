@@ -118,7 +118,7 @@ OFFER = {False: (5, 8), True: (5, 10)}  # tools per prompt of each preset (singl
 
 def _paper(multi_step: bool, **over):
     """The preset's settings with smaller splits."""
-    from tooltune.quickstart.config import load_config
+    from tooltune.experiment.config import load_config
 
     cfg = load_config(CONFIGS / PRESETS[multi_step])
     for k, v in {"n_train": 600, "n_val": 20, "n_heldout": 60, "n_unseen": 20, **over}.items():

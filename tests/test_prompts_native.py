@@ -14,6 +14,7 @@ from tooltune.config import ConfigError
 from tooltune.data.sources import RecordError, get_source
 from tooltune.data.synthetic.quickstart_task import build_splits
 from tooltune.data.validate import check_samples
+from tooltune.experiment.config import QuickstartConfig
 from tooltune.matching import calls_match, exact_match
 from tooltune.models import CHAT_TEMPLATE
 from tooltune.parsing import parse_completion
@@ -32,7 +33,6 @@ from tooltune.prompts import (
     tool_support_problem,
 )
 from tooltune.prompts.templates import TOOLRL_NO_CALL_REPLY
-from tooltune.quickstart.config import QuickstartConfig
 from tooltune.schema import Sample, ToolCall
 from tooltune.schema.rows import row_tools
 from tooltune.training.data import drop_long_prompts, grpo_rows, rows_dataset, sft_rows

@@ -38,7 +38,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "report": ("tooltune.training.report",
                "Plot a training run's metrics and summarise it in Markdown (evaluation runs: `tooltune eval "
                "report`)."),
-    "quickstart": ("tooltune.quickstart.commands",
+    "quickstart": ("tooltune.experiment.commands",
                    "Run the whole pipeline offline on a tiny model in minutes: data, SFT, GRPO, evaluation."),
     "models": ("tooltune.models.commands",
                "Turn published model files into model folders: a GGUF file or package -> safetensors."),

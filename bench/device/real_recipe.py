@@ -35,16 +35,16 @@ sys.path.insert(0, str(ROOT))
 def stage_plan() -> tuple[list[str], dict[str, str]]:
     """The recipe's training stages in order, and each evaluation with the stage it waits for: the stage
     that writes its checkpoint (`data` for the untrained model, which needs only the splits)."""
-    from tooltune.quickstart.real import CHECKPOINTS, REAL_STAGES
+    from tooltune.experiment.real import CHECKPOINTS, REAL_STAGES
 
     train = [s for s in REAL_STAGES if not s.startswith("eval_")]
     return train, {f"eval_{c}": "data" if c == "base" else c for c in CHECKPOINTS}
 
 
 def pipeline(args: argparse.Namespace, role: str):  # noqa: ANN201 (a tooltune Pipeline; import deferred)
-    from tooltune.quickstart.config import load_config
-    from tooltune.quickstart.real import real_profile
-    from tooltune.quickstart.run import Pipeline
+    from tooltune.experiment.config import load_config
+    from tooltune.experiment.pipeline import Pipeline
+    from tooltune.experiment.real import real_profile
     from tooltune.rundir.lock import RunFolderBusy
 
     overrides = [x for kv in args.set for x in (f"--{kv.partition('=')[0]}", kv.partition("=")[2])]

@@ -447,7 +447,7 @@ def _require_input(key: str, path: str) -> None:
 
 
 QUICKSTART_KEYS = frozenset({"train", "extends", "threads", "warm_start", "task", "model_size", "evaluation"})
-"""Top-level keys of a quickstart config (`tooltune.quickstart.config`) that a training config lacks:
+"""Top-level keys of a quickstart config (`tooltune.experiment.config`) that a training config lacks:
 its `train:` section is a training config without data or model paths (the quickstart fills them)."""
 
 

@@ -30,7 +30,7 @@ class SecondsBar(tqdm):
 
 
 class TimeBudget(Protocol):
-    """Seconds of one clock a phase may train for (`tooltune.quickstart.compute.BudgetWatch` is one)."""
+    """Seconds of one clock a phase may train for (`tooltune.experiment.compute.BudgetWatch` is one)."""
 
     clock: str
     """The clock the seconds are counted on: ``cpu`` or ``wall``."""

@@ -1,6 +1,6 @@
-"""DIR/report.json, DIR/report.md and PNG curves of a quickstart run (from whatever stages finished).
+"""DIR/report.json, DIR/report.md and PNG curves of a synthetic-profile run (from whatever stages finished).
 
-`write_report(out, config, results)` takes the stage results by stage name (`tooltune.quickstart.run`
+`write_report(out, config, results)` takes the stage results by stage name (`tooltune.experiment.pipeline`
 writes them to DIR/stages/<stage>.json) and the resolved settings.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tooltune.quickstart.compute import CLOCKS, grpo_curve
-from tooltune.quickstart.stats import paired
+from tooltune.experiment.compute import CLOCKS, grpo_curve
+from tooltune.experiment.stats import paired
 from tooltune.training.report import (
     VALIDATION_KEY,
     VALIDATION_SAMPLES_KEY,

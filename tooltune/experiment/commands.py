@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tooltune.config import ConfigError, add_arguments, given_overrides, prepare_output
-from tooltune.quickstart.config import DEFAULT_CONFIG, DERIVED, QuickstartConfig, load_config
+from tooltune.experiment.config import DEFAULT_CONFIG, DERIVED, QuickstartConfig, load_config
 
 
 def register(subparsers: Any) -> None:
@@ -82,13 +82,14 @@ def busy_machine_note(threads: int, resuming: bool, load: float | None = None,
 
 def _handle(args: argparse.Namespace) -> int:
     # deferred: the pipeline imports torch, transformers and trl
-    from tooltune.quickstart.run import Pipeline, synthetic_profile
+    from tooltune.experiment.pipeline import Pipeline
+    from tooltune.experiment.synthetic import synthetic_profile
 
     logging.basicConfig(level=logging.WARNING)
     cfg = load_config(args.config, given_overrides(args))
     profile = synthetic_profile()
     if cfg.profile == "real":
-        from tooltune.quickstart.real import base_model_path, real_profile  # deferred: imports torch
+        from tooltune.experiment.real import base_model_path, real_profile  # deferred: imports torch
 
         profile = real_profile()
     if args.stop_after and args.stop_after not in profile.stages:
@@ -97,7 +98,7 @@ def _handle(args: argparse.Namespace) -> int:
     if cfg.profile == "real":
         base_model_path(cfg.model)
     if args.branch_from:
-        from tooltune.quickstart.branch import branch, branch_notes, plan_branch
+        from tooltune.experiment.branch import branch, branch_notes, plan_branch
 
         plan_branch(args.branch_from, args.out, cfg, profile)  # refusals before --out is written
     resuming = (Path(args.out) / "run.json").is_file()

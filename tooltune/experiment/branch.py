@@ -1,4 +1,4 @@
-"""A quickstart run that starts from another run's warm start: `tooltune quickstart --branch-from SRC`.
+"""A run that starts from another run's warm start: `tooltune quickstart --branch-from SRC`.
 
 An ablation of the GRPO stage (another reward, learning rate or group size) compares two GRPO runs from
 one SFT checkpoint. Training a second warm start would cost the SFT time again and would add the
@@ -25,14 +25,12 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tooltune.config import ConfigError
+from tooltune.experiment.config import QuickstartConfig
+from tooltune.experiment.run_folder import Profile, RunFolder
 from tooltune.rundir import differences, read_identity
-
-if TYPE_CHECKING:
-    from tooltune.quickstart.config import QuickstartConfig
-    from tooltune.quickstart.run import Pipeline, Profile
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +131,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
     return {"source": str(src), "stages": finished, "differences": diffs}
 
 
-def branch(pipe: Pipeline, src: str | os.PathLike) -> dict[str, Any]:
+def branch(pipe: RunFolder, src: str | os.PathLike) -> dict[str, Any]:
     """Fill `pipe.out` with the stages of `src` before `BRANCH_POINT` (see the module docstring; refusals:
     `plan_branch`, called first); returns what `branch.json` records."""
     record = plan_branch(src, pipe.out, pipe.cfg, pipe.profile)

@@ -1,10 +1,10 @@
-"""DIR/report.json and DIR/report.md of the quickstart's `real` profile (from whatever stages finished).
+"""DIR/report.json and DIR/report.md of the `real` profile (from whatever stages finished).
 
 Scores are the official scorers' on the fixed subsets, each with its standard error over entries; the
 checkpoints are compared on the same entries with paired differences (`evaluation.uncertainty`): SFT
 vs the untrained model, GRPO vs SFT, continued SFT vs SFT, and GRPO vs continued SFT (RL against SFT at
 equal training time, the papers' claim). The unseen-tools split (tool domains never offered in training)
-is scored by greedy exact match with a binomial SE and paired differences (`quickstart.stats`). The phase
+is scored by greedy exact match with a binomial SE and paired differences (`experiment.stats`). The phase
 table gives the seconds of every phase: data, model load, SFT, GRPO split into rollout and update,
 continued SFT, and each benchmark of each evaluation.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 from tooltune.evaluation.benchmark import BENCHMARKS
 from tooltune.evaluation.uncertainty import paired_differences, read_verdicts
-from tooltune.quickstart.report import environment, note_lines
-from tooltune.quickstart.stats import paired
+from tooltune.experiment.report import environment, note_lines
+from tooltune.experiment.stats import paired
 
 CHECKPOINT_STAGES = {"base": "eval_base", "sft": "eval_sft", "grpo": "eval_grpo",
                      "sft_continued": "eval_sft_continued"}
@@ -80,7 +80,7 @@ def _paired(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[
 
 def phases(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Seconds of each phase (wall and CPU where measured) and its peak resident memory (MB, where
-    measured: `tooltune.quickstart.memory`), in pipeline order."""
+    measured: `tooltune.experiment.memory`), in pipeline order."""
     rows: list[dict[str, Any]] = []
 
     def add(phase: str, wall: float | None, cpu: float | None = None, peak: float | None = None) -> None:

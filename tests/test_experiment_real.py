@@ -11,8 +11,8 @@ import pytest
 
 from tooltune.cli import main
 from tooltune.config import ConfigError
-from tooltune.quickstart.config import load_config
-from tooltune.quickstart.memory import status_kb
+from tooltune.experiment.config import load_config
+from tooltune.experiment.memory import status_kb
 from tooltune.schema import read_jsonl
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from tooltune.quickstart import memory
-from tooltune.quickstart.memory import PeakMemory, status_kb
+from tooltune.experiment import memory
+from tooltune.experiment.memory import PeakMemory, status_kb
 
 MB = 1024 * 1024
 

@@ -12,9 +12,10 @@ import pytest
 
 from tooltune.cli import main
 from tooltune.config import ConfigError
-from tooltune.quickstart.branch import plan_branch
-from tooltune.quickstart.config import load_config
-from tooltune.quickstart.run import STAGES, Pipeline, synthetic_profile
+from tooltune.experiment.branch import plan_branch
+from tooltune.experiment.config import load_config
+from tooltune.experiment.pipeline import Pipeline
+from tooltune.experiment.synthetic import STAGES, synthetic_profile
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "configs" / "quickstart_mini.yaml"

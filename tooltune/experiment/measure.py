@@ -1,6 +1,6 @@
-"""The quickstart's measurements of a checkpoint: greedy exact match and pass@k with the binary reward.
+"""The pipeline's measurements of a checkpoint: greedy exact match and pass@k with the binary reward.
 
-Every checkpoint of a quickstart run is loaded the same way (`load`: float32, left padding) and scored
+Every checkpoint of a run is loaded the same way (`load`: float32, left padding) and scored
 through `tooltune.generation.score_samples` under the run's `train.data` prompt controls, with the
 greedy budget of `train.diagnostics` (eval_max_new_tokens, eval_batch_size).
 """
@@ -9,17 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tooltune.experiment.config import QuickstartConfig
+from tooltune.experiment.run_folder import RunFolder
+from tooltune.experiment.stats import summarize
 from tooltune.generation import HFBackend, Sampling, score_samples
 from tooltune.models import load_model_and_tokenizer
 from tooltune.prompts import resolve_native
-from tooltune.quickstart.config import QuickstartConfig
-from tooltune.quickstart.stats import summarize
 from tooltune.schema import Sample
-
-if TYPE_CHECKING:  # the pipeline module imports this one
-    from tooltune.quickstart.run import Pipeline
 
 
 def load(path: str | Path, device: str | None = None) -> tuple[Any, Any]:
@@ -30,7 +28,7 @@ def load(path: str | Path, device: str | None = None) -> tuple[Any, Any]:
 
 
 def run_device(cfg: QuickstartConfig) -> str:
-    """Where the quickstart's own loops (SFT, evaluations) run: `train.run.device`, auto = cuda when a
+    """Where the pipeline's own loops (SFT, evaluations) run: `train.run.device`, auto = cuda when a
     GPU is there (GRPO runs through `tooltune.training`, which reads the same key)."""
     import torch  # deferred: heavy
 
@@ -40,14 +38,14 @@ def run_device(cfg: QuickstartConfig) -> str:
     return device
 
 
-def backend(p: Pipeline, model: Any, tok: Any) -> HFBackend:
+def backend(p: RunFolder, model: Any, tok: Any) -> HFBackend:
     return HFBackend(
         model=model, tokenizer=tok, batch_size=p.cfg.train.diagnostics.eval_batch_size, name="quickstart"
     )
 
 
 def _score(
-    p: Pipeline, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
+    p: RunFolder, be: HFBackend, samples: Sequence[Sample], n: int = 1, temperature: float = 0.0,
     seed: int | None = None, progress: str | None = None,
 ) -> list[list[float]]:
     """Binary reward (exact match, format required) of `n` completions per sample; `progress` names a bar
@@ -59,14 +57,14 @@ def _score(
     return score_samples(be, samples, prompt, n, sampling, seeds=seed, progress=progress)
 
 
-def greedy(p: Pipeline, be: HFBackend, samples: Sequence[Sample], progress: str | None = None
+def greedy(p: RunFolder, be: HFBackend, samples: Sequence[Sample], progress: str | None = None
            ) -> dict[str, Any]:
     """Greedy exact match on `samples`: summary plus the per-example hits (kept for paired tests)."""
     hits = [r[0] for r in _score(p, be, samples, progress=progress)]
     return {**summarize(hits, samples), "hits": hits}
 
 
-def pass_at_k(p: Pipeline, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
+def pass_at_k(p: RunFolder, be: HFBackend, samples: Sequence[Sample]) -> dict[str, Any]:
     """pass@k: share of samples where at least one of k sampled completions is exactly right."""
     e = p.cfg.evaluation
     rewards = _score(p, be, samples, e.pass_k, e.pass_temperature, seed=p.cfg.seed)

@@ -1,4 +1,4 @@
-"""The quickstart's settings: `QuickstartConfig`, loaded from a YAML file with dotted overrides.
+"""The experiment's settings: `QuickstartConfig`, loaded from a YAML file with dotted overrides.
 
 `configs/quickstart.yaml` holds the measured values (`make demo` runs it) and
 `configs/quickstart_mini.yaml` the smoke-test sizes on top of it (`extends:` names the file a config

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tooltune.quickstart.config import load_config
-from tooltune.quickstart.measure import generation_budgets, target_lengths
+from tooltune.experiment.config import load_config
+from tooltune.experiment.measure import generation_budgets, target_lengths
 
 REPO = Path(__file__).resolve().parents[1]
 

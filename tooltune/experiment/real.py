@@ -1,7 +1,7 @@
-"""The quickstart's `real` profile: a pretrained model folder, real training data, official benchmarks.
+"""The real profile (`profile: real`): a pretrained model folder, real training data, official benchmarks.
 
-The same pipeline as the synthetic quickstart (SFT warm start -> GRPO with the binary reward ->
-continued SFT for GRPO's training time, `tooltune.quickstart.run`), with three stages of its own:
+The same training stages as the synthetic profile (SFT warm start -> GRPO with the binary reward ->
+continued SFT for GRPO's training time, `tooltune.experiment.stages`), with three stages of its own:
 
   data      `tooltune.data.pipeline.prepare` on `real_data.source` (ToolRL by default; training samples
             copying a user turn of BFCL, API-Bank or ACEBench are dropped: `real_data.decontaminate`),
@@ -31,19 +31,12 @@ from tooltune.data.pipeline import PrepareConfig, prepare
 from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.options import EvalOptions
 from tooltune.evaluation.runner import evaluate
+from tooltune.experiment import stages
+from tooltune.experiment.measure import greedy, load, run_device
+from tooltune.experiment.memory import PeakMemory
+from tooltune.experiment.real_report import write_real_report
+from tooltune.experiment.run_folder import Profile, RunFolder
 from tooltune.generation import HFBackend, Sampling
-from tooltune.quickstart.measure import greedy, load, run_device
-from tooltune.quickstart.memory import PeakMemory
-from tooltune.quickstart.real_report import write_real_report
-from tooltune.quickstart.run import (
-    DESCRIPTIONS,
-    Pipeline,
-    Profile,
-    headline,
-    stage_grpo,
-    stage_sft,
-    stage_sft_continued,
-)
 from tooltune.schema import read_jsonl, write_jsonl
 
 CHECKPOINTS = ("base", "sft", "grpo", "sft_continued")
@@ -53,7 +46,7 @@ REAL_STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_gr
                "eval_sft_continued")
 
 REAL_DESCRIPTIONS = {
-    **DESCRIPTIONS,
+    **stages.DESCRIPTIONS,
     "data": "preparing the real training data and splitting it by tool domain",
     "model": "loading the model folder",
     "eval_base": "evaluating the untrained model on the benchmark subsets",
@@ -75,10 +68,10 @@ def real_headline(name: str, res: dict[str, Any]) -> str:
                  for b, r in res["benchmarks"].items() if r.get("headline") is not None]
         unseen = res["unseen_tools"]
         return "; ".join(parts + [f"unseen tools {unseen['accuracy']:.1%} ± {unseen['se']:.1%}"])
-    return headline(name, res)
+    return stages.headline(name, res)
 
 
-def stage_real_data(p: Pipeline) -> dict[str, Any]:
+def stage_real_data(p: RunFolder) -> dict[str, Any]:
     """Prepare the source, split by tool domain; refuse a training split below `real_data.min_train`."""
     rd = p.cfg.real_data
     prepared = p.out / "data" / "prepared"
@@ -106,14 +99,14 @@ def stage_real_data(p: Pipeline) -> dict[str, Any]:
             "sources": {name: st.to_dict() for name, st in stats.items()}}
 
 
-def stage_real_model(p: Pipeline) -> dict[str, Any]:
+def stage_real_model(p: RunFolder) -> dict[str, Any]:
     start = time.perf_counter()
     model, tok = load(p.model_dir("base"))
     return {"path": str(p.model_dir("base")), "parameters": sum(x.numel() for x in model.parameters()),
             "vocab": len(tok), "load_s": time.perf_counter() - start}
 
 
-def evaluation_template(p: Pipeline) -> str:
+def evaluation_template(p: RunFolder) -> str:
     """The template the benchmarks are run under: `benchmarks.template`, else the training template."""
     return p.cfg.benchmarks.template or p.cfg.train.data.template
 
@@ -127,7 +120,7 @@ def _headline_key(listed: str, scores: dict[str, float], categories: list[str]) 
     return f"categories.{categories[0]}.accuracy" if len(categories) == 1 else None
 
 
-def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
+def evaluate_checkpoint(p: RunFolder, name: str) -> dict[str, Any]:
     """Every benchmark suite on checkpoint `name`, then greedy exact match on the unseen-tools split."""
     b = p.cfg.benchmarks
     model, tok = load(p.model_dir(name), run_device(p.cfg))
@@ -167,7 +160,7 @@ def evaluate_checkpoint(p: Pipeline, name: str) -> dict[str, Any]:
 
 
 def _eval_stage(name: str) -> Any:
-    def stage(p: Pipeline) -> dict[str, Any]:
+    def stage(p: RunFolder) -> dict[str, Any]:
         return evaluate_checkpoint(p, name)
 
     stage.__name__ = f"stage_eval_{name}"
@@ -176,8 +169,9 @@ def _eval_stage(name: str) -> Any:
 
 def real_profile() -> Profile:
     """The `real` profile's stages, their functions, descriptions, headlines, splits and report."""
-    functions = {"data": stage_real_data, "model": stage_real_model, "sft": stage_sft, "grpo": stage_grpo,
-                 "sft_continued": stage_sft_continued, **{f"eval_{c}": _eval_stage(c) for c in CHECKPOINTS}}
+    functions = {"data": stage_real_data, "model": stage_real_model, "sft": stages.stage_sft,
+                 "grpo": stages.stage_grpo, "sft_continued": stages.stage_sft_continued,
+                 **{f"eval_{c}": _eval_stage(c) for c in CHECKPOINTS}}
     return Profile(REAL_STAGES, functions, REAL_DESCRIPTIONS, real_headline, REAL_SPLITS, write_real_report)
 
 
