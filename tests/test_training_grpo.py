@@ -486,3 +486,31 @@ def test_datasets_without_what_rewards_rollout_or_filter_read_are_refused_before
         check(tasks, rollout, PromptFilter(k=1))
     with pytest.raises(SchemaError, match=r"^eval_dataset: no 'meta' column"):
         check(tasks, rollout, eval_rows=[{k: v for k, v in r.items() if k != "meta"} for r in tasks])
+
+
+def test_a_micro_batch_of_dropped_groups_only_skips_its_update_with_the_same_weights(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every group solved on every rollout: down-sampling drops them all, each micro-batch holds padding
+    rows only; its forward and backward are skipped and the weights end as the padded update leaves them."""
+    import tooltune.training.grpo as grpo
+    from tooltune.training.runner import train
+
+    over = {"downsample.enabled": True, "downsample.m": N, "downsample.drop_zero_variance": True,
+            "grpo.per_device_batch_size": N, "grpo.weight_decay": 0.1}
+    calls: list[int] = []
+    real = grpo.GRPOTrainer._compute_loss
+    monkeypatch.setattr(grpo.GRPOTrainer, "_compute_loss",
+                        lambda self, model, inputs: calls.append(1) or real(self, model, inputs))
+    skipped = train(make_config(tiny_model_dir, tmp_path / "skip", **over),
+                    reward_funcs=[KeyedReward(solved=set(range(8)))], train_rows=make_rows(8))
+    assert calls == []  # TRL's loss (the model's forward) never ran
+    recs = [r for r in _metrics(skipped) if "loss" in r]
+    assert recs and all(r["tooltune/micro_batches_skipped"] == 2 for r in recs)  # 2 prompts x N rows / N
+    monkeypatch.setattr(grpo, "_loss_tokens", lambda inputs: 1)  # the padded update, run in full
+    padded = train(make_config(tiny_model_dir, tmp_path / "full", **over),
+                   reward_funcs=[KeyedReward(solved=set(range(8)))], train_rows=make_rows(8))
+    assert calls
+    a, b = _params(skipped / "final"), _params(padded / "final")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+    assert _changed(tiny_model_dir, skipped / "final")  # weight decay moved them: the step was taken

@@ -15,6 +15,8 @@ The subclass touches TRL only at these hooks (TRL 1.16.0):
   filter shrank it (with `max_steps`, epochs follow until that many steps are done), stop the run when
   the filter has skipped every prompt, resume inside a shrunken epoch or at the start of the next one,
   and drive the LR schedule by progress (steps of `max_steps`, or shrunken epochs).
+- `_compute_loss`: a micro-batch of padding rows only (every group of it dropped) skips the model's
+  forward and backward, its parameters kept in the graph with zero gradients (one process only).
 - `_tokenize_prompts`: rows that carry chat-template tools (the ``native`` template's ``chat_tools``
   column) render each prompt with its own tools; other rows go through TRL's tokenization.
 - `_get_per_token_logps_and_entropies` / `_prepare_inputs`: the shared-prefix update
@@ -308,12 +310,21 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         if self._step % self.current_gradient_accumulation_steps == 0:
             self._metrics["train"]["tooltune/update_time"].append(tt.update_seconds)
             self._metrics["train"]["tooltune/rollout_time"].append(tt.rollout_seconds)
+            self._metrics["train"]["tooltune/micro_batches_skipped"].append(float(tt.update_skips))
             tt.update_seconds = tt.rollout_seconds = 0.0
+            tt.update_skips = 0
         return loss
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         tt = self.tooltune
         tt.entropies = None
+        if self.accelerator.num_processes == 1 and not _loss_tokens(inputs):
+            # Padding rows only (down-sampling dropped every group of this micro-batch): their loss is 0
+            # and their gradient zero, so their forward and backward are skipped. Every trainable
+            # parameter stays in the graph with a zero gradient, so the optimizer step is the one the
+            # padding rows give. Several processes run the model on every rank (DDP's reducer, FSDP).
+            tt.update_skips += 1
+            return sum(p.reshape(-1)[:1].sum() * 0.0 for p in model.parameters() if p.requires_grad)
         loss = super()._compute_loss(model, inputs)
         t0 = time.perf_counter()
         region = inputs.get("tt_region")
@@ -330,3 +341,11 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
                     self._metrics["train"][f"tooltune/entropy_{name}"].append(tot / cnt)
         tt.own_seconds += time.perf_counter() - t0
         return loss
+
+
+def _loss_tokens(inputs: dict[str, Any]) -> int:
+    """Completion tokens of a micro-batch that enter the loss (TRL's mask, times the tool mask)."""
+    mask = inputs["completion_mask"]
+    if "tool_mask" in inputs:
+        mask = mask * inputs["tool_mask"]
+    return int(mask.sum())

@@ -94,6 +94,9 @@ class ToolTuneState:
     """Forward and backward time of the current optimizer step, generation excluded."""
     rollout_seconds: float = 0.0
     """Generation time of the current optimizer step."""
+    update_skips: int = 0
+    """Micro-batches of the current optimizer step whose forward and backward were skipped (padding rows
+    only: every group dropped)."""
     own_seconds: float = 0.0
     """Time spent in tooltune's own code of the trainer (the overhead benchmark reads it)."""
 
