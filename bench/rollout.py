@@ -20,6 +20,15 @@ Cases (`--cases`, all by default), each timed for both paths on the same model, 
   `grpo.rollout_path` "generate" (today) against "group_prefill"; seconds are whole steps, with the rollout /
   update split from the trainer's own timers (`bench/_rollout_step.py`).
 
+vLLM (`--vllm`, "auto" by default: where vLLM imports, e.g. in `.venv-vllm`) is a third engine in the
+`grpo` and `grpo_sampled` cells: an in-process `vllm.LLM` on the same weights (a random-weight model is
+saved to a temporary folder first), float32, eager (no compilation), generating the cell's prompts with
+``n`` completions each from token ids (`SamplingParams(n=..., ignore_eos=True, stop_token_ids=<the
+stop ids>)`; greedy, which vLLM allows only with n=1, passes each prompt n times, and vLLM's prefix
+cache computes it once). Its rows add ``seconds_vllm``, ``tokens_per_s_vllm``, ``speedup_vllm``
+(against today's path) and ``tokens_equal_vllm`` (greedy: the same ids as today's path; null when
+sampled). The engine's start is not timed; one short warm-up generation precedes the cells.
+
 Models (`--models`): `tiny` (the `small` tiny Qwen2, hidden 128, 2 layers), `smollm2` (SmolLM2-135M's
 shapes, a Llama with hidden 576, 30 layers, 9 heads, 3 key/value heads, MLP 1536, vocabulary 49,152, tied
 embeddings, random weights), or a model folder (`--model DIR`, e.g. the real SmolLM2-135M-Instruct).
@@ -80,6 +89,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                     help="seconds as process CPU time (use with --threads 1) or elapsed wall time")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--vllm", choices=("auto", "on", "off"), default="auto",
+                    help="vLLM as a third engine in the grpo cells (auto: where vllm imports)")
     ap.add_argument("--quick", action="store_true", help="tiny model, short prompts: seconds (the tests)")
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     args = ap.parse_args(argv)
@@ -179,6 +190,50 @@ def new_sample(model: Any, contexts: list[list[int]], n: int, max_new: int, temp
                   path="group_prefill", prefix_cache=prefix_cache)
 
 
+def vllm_engine(model: Any, max_len: int, seed: int) -> Any:
+    """An in-process vLLM engine on `model`'s weights (float32, eager), from a temporary model folder."""
+    import os
+    import tempfile
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # in this process: its CPU time counts
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    from vllm import LLM  # deferred: only where vLLM is installed
+
+    folder = tempfile.mkdtemp(prefix="bench-rollout-vllm-")
+    model.save_pretrained(folder)
+    return LLM(model=folder, skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
+               max_model_len=max_len, max_num_batched_tokens=max(4096, max_len), seed=seed)
+
+
+def vllm_generate(llm: Any, model: Any, contexts: list[list[int]], n: int, max_new: int,
+                  temperature: float, seed: int) -> list[list[int]]:
+    """vLLM's rollouts: each context's n completions from its token ids, cut as the other paths cut."""
+    from vllm import SamplingParams  # deferred: only where vLLM is installed
+
+    stops = stop_ids(model)
+    copies = 1 if temperature > 0 else n  # greedy takes n=1: each prompt n times (its prefix cached once)
+    params = SamplingParams(n=n // copies, max_tokens=max_new, temperature=temperature, top_p=1.0, top_k=0,
+                            seed=seed, ignore_eos=True, stop_token_ids=stops, detokenize=False)
+    prompts = [{"prompt_token_ids": c} for c in contexts for _ in range(copies)]
+    outs = llm.generate(prompts, params, use_tqdm=False)
+    return [cut_at_stop(list(o.token_ids), stops) for out in outs for o in out.outputs]
+
+
+def vllm_columns(llm: Any, model: Any, contexts: list[list[int]], n: int, args: argparse.Namespace,
+                 temperature: float, seed: int, today: dict[str, Any]) -> dict[str, Any]:
+    """The vLLM engine's columns of a grpo cell: best seconds of `--repeats` rounds, its tokens, and
+    (greedy) whether it wrote today's ids."""
+    rounds = [timed_call(lambda: vllm_generate(llm, model, contexts, n, args.new_tokens, temperature, seed))
+              for _ in range(args.repeats)]
+    ids = rounds[-1][0]
+    seconds = min(t[args.clock] for _, t in rounds)
+    tokens = sum(map(len, ids))
+    return {"seconds_vllm": seconds, "tokens_per_s_vllm": tokens / seconds, "generated_vllm": tokens,
+            "speedup_vllm": (tokens / seconds) / today["tokens_per_s_today"],
+            "tokens_equal_vllm": None if temperature > 0 else ids == today["ids"],
+            "all_seconds_vllm": [t for _, t in rounds]}
+
+
 def full_forward_logprobs(model: Any, contexts: list[list[int]], n: int, rows: list[list[int]],
                           temperature: float) -> list[list[float]]:
     """Per-token log-probs of each completion under one forward of its prompt + completion, at the
@@ -239,7 +294,7 @@ def row(case: str, model: str, prompt_len: int, n: int, new_tokens: int, timed: 
 
 
 def grpo_cell(model: Any, label: str, prompt_len: int, n: int, args: argparse.Namespace,
-              temperature: float) -> dict[str, Any]:
+              temperature: float, llm: Any = None) -> dict[str, Any]:
     contexts = random_ids(model, args.groups, prompt_len, args.seed + prompt_len)
     seed = args.seed + n
 
@@ -265,6 +320,9 @@ def grpo_cell(model: Any, label: str, prompt_len: int, n: int, args: argparse.Na
         equal = None
     else:
         equal = ids_today == rollouts.ids
+    if llm is not None:
+        today_row = {"tokens_per_s_today": tokens["today"] / timed["seconds"]["today"], "ids": ids_today}
+        extra.update(vllm_columns(llm, model, contexts, n, args, temperature, seed, today_row))
     return row("grpo_sampled" if temperature > 0 else "grpo", label, prompt_len, n, args.new_tokens, timed,
                tokens, equal, **extra)
 
@@ -306,11 +364,12 @@ def episode_cell(model: Any, label: str, args: argparse.Namespace) -> dict[str, 
                turns_today == turns_new, turns=args.turns, tool_tokens=args.tool_tokens)
 
 
-def run_case(case: str, model: Any, label: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+def run_case(case: str, model: Any, label: str, args: argparse.Namespace, llm: Any = None
+             ) -> list[dict[str, Any]]:
     if case == "grpo":
-        return [grpo_cell(model, label, p, n, args, 0.0) for p in args.prompt_lens for n in args.ns]
+        return [grpo_cell(model, label, p, n, args, 0.0, llm) for p in args.prompt_lens for n in args.ns]
     if case == "grpo_sampled":
-        return [grpo_cell(model, label, min(args.prompt_lens), min(args.ns), args, 1.0)]
+        return [grpo_cell(model, label, min(args.prompt_lens), min(args.ns), args, 1.0, llm)]
     if case == "episode":
         return [episode_cell(model, label, args)]
     from _rollout_step import step_cell  # bench/_rollout_step.py: whole trainer steps
@@ -334,6 +393,22 @@ def markdown_line(r: dict[str, Any]) -> str:
             f"| {'' if diff is None else f'{diff:.1e}'} |")
 
 
+def vllm_line(r: dict[str, Any]) -> str:
+    equal = r["tokens_equal_vllm"]
+    return (f"  vLLM: {r['seconds_vllm']:.2f} s, {r['tokens_per_s_vllm']:.1f} tok/s, "
+            f"{r['speedup_vllm']:.2f}x today's tok/s, tokens equal to today's: "
+            f"{'n/a (sampled)' if equal is None else 'yes' if equal else 'no'}")
+
+
+def use_vllm(args: argparse.Namespace) -> bool:
+    import importlib.util
+
+    cells = {"grpo", "grpo_sampled"} & set(args.cases.split(","))
+    if not cells or args.vllm == "off":
+        return False
+    return args.vllm == "on" or importlib.util.find_spec("vllm") is not None
+
+
 HEADER = ("| case | model | prompt tokens | n | new tokens | today s | new s | today tok/s | new tok/s "
           "| speed-up | tokens equal | max logprob diff |\n" + "| --- " * 12 + "|")
 
@@ -353,11 +428,16 @@ def run(args: argparse.Namespace, say: Callable[[str], None] = print) -> list[di
         model = build_model(label, longest, args.seed)
         name = Path(label).name if args.model else label
         warm_up(model)
+        llm = vllm_engine(model, longest, args.seed) if use_vllm(args) else None
+        if llm is not None:
+            vllm_generate(llm, model, [[1, 2, 3, 4]], 2, 2, 0.0, 0)  # warm-up, as for the other paths
         for case in cases:
-            for r in run_case(case, model, name, args):
+            for r in run_case(case, model, name, args, llm):
                 rows.append(r)
                 say(markdown_line(r))
-        del model
+                if "seconds_vllm" in r:
+                    say(vllm_line(r))
+        del model, llm
     return rows
 
 

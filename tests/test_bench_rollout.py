@@ -96,3 +96,21 @@ def test_rows_stop_after_the_first_stop_token() -> None:
     assert bench.cut_at_stop([5, 6, 2, 7, 2], [2]) == [5, 6, 2]
     assert bench.cut_at_stop([5, 6, 7], [2]) == [5, 6, 7]
     assert bench.cut_at_stop([5, 6], []) == [5, 6]
+
+
+def test_vllm_joins_the_grpo_cells_only_where_it_imports_or_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import importlib.util
+
+    bench = _rollout_bench()
+    installed = importlib.util.find_spec("vllm") is not None
+    assert bench.use_vllm(bench.parse_args([])) is installed  # auto
+    assert bench.use_vllm(bench.parse_args(["--vllm", "on"])) is True
+    assert bench.use_vllm(bench.parse_args(["--vllm", "off"])) is False
+    assert bench.use_vllm(bench.parse_args(["--vllm", "on", "--cases", "episode,step"])) is False
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object() if name == "vllm" else None)
+    assert bench.use_vllm(bench.parse_args(["--cases", "grpo_sampled"])) is True
+    line = bench.vllm_line({"seconds_vllm": 2.0, "tokens_per_s_vllm": 512.0, "speedup_vllm": 1.5,
+                            "tokens_equal_vllm": True})
+    assert "512.0 tok/s" in line and "1.50x" in line and line.endswith("yes")
