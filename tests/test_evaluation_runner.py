@@ -383,6 +383,19 @@ def test_library_evaluate_resumes_only_the_same_run(tmp_path, monkeypatch) -> No
     assert (out / "manifest.json").read_text() == manifest
 
 
+def test_a_folder_recording_the_retired_name_style_still_resumes(tmp_path, monkeypatch) -> None:
+    # run folders of API-Bank, ACEBench and MCP made before name_style became BFCL's own control
+    task = Task("t0", "simple", [{"role": "user", "content": "q"}], lambda _: Verdict("t0", "simple", True))
+    monkeypatch.setattr(runner, "prepare", lambda *a, **k: Prepared([task], []))
+    out, replay = tmp_path / "old", [(0, ReplayBackend({"t0": "a"}))]
+    runner.evaluate("apibank", replay, EvalOptions(out=out, show_progress=False))
+    stored = json.loads((out / "run.json").read_text())
+    assert "name_style" not in stored
+    (out / "run.json").write_text(json.dumps({**stored, "name_style": "dotted"}))
+    resumed = runner.evaluate("apibank", replay, EvalOptions(out=out, show_progress=False, resume=True))
+    assert resumed["seeds"] == [0]
+
+
 def test_a_chat_template_that_drops_earlier_reasoning_is_refused_where_history_exists(
     shared_data_dir, tiny_model_dir
 ) -> None:

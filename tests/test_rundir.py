@@ -142,6 +142,18 @@ def test_a_setting_added_since_the_run_counts_only_when_it_leaves_its_default(tm
                        defaults={"benchmark": "apibank"})  # a setting the run had and this one lacks
 
 
+def test_a_setting_no_longer_recorded_counts_only_when_it_left_its_old_value(tmp_path) -> None:
+    write_identity(tmp_path, {**FIELDS, "name_style": "dotted"})
+    (tmp_path / "summary.json").write_text("{}")
+    retired = {"name_style": "dotted"}
+    assert check_identity(tmp_path, FIELDS, resume=True, retired=retired) is True
+    with pytest.raises(RunMismatch, match='name_style: "dotted" vs missing'):  # not declared retired
+        check_identity(tmp_path, FIELDS, resume=True)
+    write_identity(tmp_path, {**FIELDS, "name_style": "underscore"})
+    with pytest.raises(RunMismatch, match='name_style: "underscore" vs missing'):  # made at another value
+        check_identity(tmp_path, FIELDS, resume=True, retired=retired)
+
+
 def test_a_folder_with_files_but_no_readable_run_json_is_refused(tmp_path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(RunMismatch, match=r"not empty \(notes.txt\) and has no run.json"):

@@ -75,6 +75,10 @@ from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_ident
 
 logger = logging.getLogger(__name__)
 
+RETIRED_IDENTITY = {"name_style": "dotted"}
+"""Identity fields no longer recorded for every benchmark, with the value every run recorded them at:
+`name_style` is BFCL's own control now (other benchmarks' folders made before still resume)."""
+
 __all__ = ["DATA_DIR_ENV", "DataDirError", "EvalOptions", "Prepared", "RunOptions", "SubsetSpec", "Task",
            "benchmark_data_dir", "evaluate", "prepare", "prepare_subset", "run_seed"]
 
@@ -322,7 +326,7 @@ def evaluate(benchmark: str, backends: Backend | Sequence[tuple[int, Backend]], 
     identity = run_identity(manifest, bench.scoring_packages)
     n_items = len(prep.tasks) + len(prep.episodes)
     with RunLock(out):
-        resuming = check_identity(out, identity, options.resume)
+        resuming = check_identity(out, identity, options.resume, retired=RETIRED_IDENTITY)
         if not resuming:
             write_identity(out, identity)
         if not resuming or not (out / "manifest.json").exists():  # a resumed run keeps its manifest

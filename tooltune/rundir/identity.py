@@ -30,23 +30,33 @@ def _show(value: Any) -> str:
 
 
 def differences(stored: Mapping[str, Any], fields: Mapping[str, Any], prefix: str = "",
-                defaults: Mapping[str, Any] | None = None) -> list[str]:
+                defaults: Mapping[str, Any] | None = None, retired: Mapping[str, Any] | None = None
+                ) -> list[str]:
     """'key: <stored> vs <fields>' for every key whose values differ; nested mappings give dotted keys.
 
     `defaults` (shaped like `fields`) holds each setting's default: a key the stored run lacks and that
     `fields` holds at its default is no difference. A setting added to tooltune after a run was made
-    reads as missing there, and at its default it changes nothing the run computed."""
+    reads as missing there, and at its default it changes nothing the run computed. `retired` (the same
+    shape) holds settings tooltune no longer records, with the value every run that recorded them was
+    made with: a stored key `fields` lacks, at that value, is no difference either."""
     out = []
     defaults = defaults if isinstance(defaults, Mapping) else {}
+    retired = retired if isinstance(retired, Mapping) else {}
     for key in list(stored) + [k for k in fields if k not in stored]:
         a, b = stored.get(key, _MISSING), fields.get(key, _MISSING)
         if isinstance(a, Mapping) and isinstance(b, Mapping):
-            out += differences(a, b, f"{prefix}{key}.", defaults.get(key))
-        elif a is _MISSING and key in defaults and b == defaults[key]:
+            out += differences(a, b, f"{prefix}{key}.", defaults.get(key), retired.get(key))
+        elif _unchanged(a, b, key, defaults, retired):
             continue
         elif a != b:
             out.append(f"{prefix}{key}: {_show(a)} vs {_show(b)}")
     return out
+
+
+def _unchanged(a: Any, b: Any, key: str, defaults: Mapping[str, Any], retired: Mapping[str, Any]) -> bool:
+    """A setting added since the run, at its default, or one retired since, at its old value."""
+    added = a is _MISSING and key in defaults and b == defaults[key]
+    return added or (b is _MISSING and key in retired and a == retired[key])
 
 
 def _normalized(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -89,12 +99,13 @@ def _results(folder: Path) -> list[str]:
 
 def check_identity(
     folder: str | os.PathLike, fields: Mapping[str, Any], resume: bool, subset: bool = False,
-    defaults: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None, retired: Mapping[str, Any] | None = None,
 ) -> bool:
     """Whether `folder` holds this run to resume (True) or nothing yet (False); RunMismatch otherwise.
 
     See the module docstring for the cases; `subset`: compare only the keys of `fields`; `defaults`:
-    as for `differences` (settings added since the run was made, at their defaults, are no difference).
+    as for `differences` (settings added since the run was made, at their defaults, are no difference);
+    `retired`: as for `differences` (settings no longer recorded, at the value they always had).
     Call it while holding the folder's RunLock (a `subset` check before the work starts may run without
     it)."""
     folder = Path(folder)
@@ -110,7 +121,8 @@ def check_identity(
                           "its files belong to is unknown: write to a new or empty folder")
     if subset:
         stored = {k: v for k, v in stored.items() if k in fields}
-    diffs = differences(stored, _normalized(fields), defaults=_normalized(defaults or {}))
+    diffs = differences(stored, _normalized(fields), defaults=_normalized(defaults or {}),
+                        retired=_normalized(retired or {}))
     if diffs:
         how = ("a run resumes only with the settings it started with: repeat those, or write to another "
                "output folder" if resume else "write to another output folder (or remove this one)")
