@@ -3,8 +3,8 @@
 Fields are declared with `tooltune.config.option` (help and allowed values written once); loading,
 overrides (`--grpo.temperature 0.7`), choices, ranges and the key listing come from `tooltune.config`.
 `validate` adds the cross-field rules and the names that must be registered (template, reward
-components and their parameters); `check_files` the files and folders that must exist. Each error
-names the key that breaks a rule.
+components and their parameters); `check_data_files` and `check_model` the files and folders that must
+exist. Each error names the key that breaks a rule.
 """
 
 from __future__ import annotations
@@ -335,8 +335,8 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Check choices, ranges, cross-field rules and registered names; raise ConfigError naming the key.
 
-        Reads no data and loads no model, so a preset validates anywhere; `check_files` checks the
-        paths before a run."""
+        Reads no data and loads no model, so a preset validates anywhere; `check_data_files` and
+        `check_model` check the paths before a run."""
         config_mechanism.check_values(self)
         self.model.lora.check()
         g, d = self.grpo, self.downsample
@@ -407,10 +407,6 @@ class TrainConfig:
     def environment_settings(self) -> EnvironmentSettings:
         """The settings of the environments that take some, by name (`make_environment`)."""
         return {MCP_ENVIRONMENT: self.mcp}
-
-    def check_files(self) -> TrainConfig:
-        """Check that the inputs exist before any work: the data files, then the model."""
-        return self.check_data_files().check_model()
 
     def check_data_files(self) -> TrainConfig:
         """data.train (required) and data.val (when set) must be files; ConfigError naming the key."""
