@@ -132,20 +132,8 @@ def test_package_imports_are_cycle_free():
             parts = module.split(".")
             if parts[0] == "tooltune" and len(parts) > 1 and parts[1] != here and here != "__init__":
                 graph.setdefault(here, set()).add(parts[1])
-    seen: dict[str, int] = {}
-
-    def visit(node: str, stack: list[str]) -> None:
-        if seen.get(node) == 1:
-            raise AssertionError("import cycle: " + " -> ".join([*stack, node]))
-        if seen.get(node) == 2:
-            return
-        seen[node] = 1
-        for nxt in sorted(graph.get(node, ())):
-            visit(nxt, [*stack, node])
-        seen[node] = 2
-
-    for node in sorted(graph):
-        visit(node, [])
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
 def _tooltune_imports(path: Path) -> set[str]:
@@ -179,24 +167,26 @@ def test_the_episode_driver_sits_below_training_and_evaluation():
         assert names & {"drive", "run_episodes"}, f"{rel} does not run its episodes on the driver"
 
 
-def _package_imports(package: str) -> dict[str, set[str]]:
-    """Module -> the modules of `package` it imports (every import statement, those under TYPE_CHECKING
-    and inside functions too), for the modules of `tooltune.<package>`; the package itself is
-    `tooltune.<package>`."""
-    root = PACKAGE / package
-    modules = {}
+def _module_graph(root: Path, name: str) -> dict[str, set[str]]:
+    """Module -> the modules of the package at `root` (imported as `name`) that it imports: every import
+    statement (at the top, under TYPE_CHECKING, inside functions), since a cycle that only type checking
+    closes still ties the modules together. `from package import name` depends on `package.name` when
+    that is a module (a package's `__init__` importing its own submodules is no cycle), else on
+    `package`."""
+    paths = {}
     for path in sorted(root.rglob("*.py")):
-        name = ".".join(("tooltune", *path.relative_to(PACKAGE).with_suffix("").parts))
-        modules[name.removesuffix(".__init__")] = path
+        dotted = ".".join((name, *path.relative_to(root).with_suffix("").parts))
+        paths[dotted.removesuffix(".__init__")] = path
     graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        found: set[str] = set()
+    for module, path in paths.items():
+        found = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
-        graph[name] = {m for m in found if m in modules and m != name}
+                found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in paths else node.module
+                          for a in node.names}
+        graph[module] = {m for m in found if m in paths and m != module}
     return graph
 
 
@@ -210,7 +200,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if state.get(node) == 2:
             return None
         state[node] = 1
-        for nxt in sorted(graph[node]):
+        for nxt in sorted(graph.get(node, ())):
             found = visit(nxt, [*path, node])
             if found:
                 return found
@@ -232,10 +222,36 @@ def test_a_cycle_of_module_imports_is_found():
 def test_the_experiment_modules_import_each_other_without_a_cycle():
     """The experiment pipeline's modules form layers of their own: the profiles and the lower modules
     (settings, run folder, measurements, branch, reports) never import the pipeline that runs them."""
-    graph = _package_imports("experiment")
+    graph = _module_graph(PACKAGE / "experiment", "tooltune.experiment")
     assert "tooltune.experiment.pipeline" in graph and "tooltune.experiment.branch" in graph
     cycle = _cycle(graph)
     assert cycle is None, "import cycle in tooltune.experiment: " + " -> ".join(cycle or [])
     above = {"tooltune.experiment.pipeline", "tooltune.experiment.commands"}
     bad = sorted(m for m, deps in graph.items() if m not in above and deps & above)
     assert not bad, f"modules below the pipeline that import it or the CLI: {bad}"
+
+
+def test_the_scan_finds_a_cycle_that_only_type_checking_closes(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("from pkg.a import A\n")
+    (pkg / "a.py").write_text("from pkg.sub import b\nA = 1\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                       "    from pkg.c import C\n")
+    (pkg / "c.py").write_text("def f():\n    from pkg.a import A\n")
+    graph = _module_graph(pkg, "pkg")
+    assert graph["pkg.a"] == {"pkg.sub.b"} and graph["pkg.sub"] == set()
+    cycle = _cycle(graph)
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert set(cycle) == {"pkg.a", "pkg.sub.b", "pkg.c"}
+    (pkg / "c.py").write_text("C = 1\n")
+    assert _cycle(_module_graph(pkg, "pkg")) is None
+
+
+def test_evaluation_modules_import_each_other_without_a_cycle() -> None:
+    graph = _module_graph(PACKAGE / "evaluation", "tooltune.evaluation")
+    assert {"tooltune.evaluation.benchmark", "tooltune.evaluation.bfcl.benchmark"} <= set(graph)
+    cycle = _cycle(graph)
+    if cycle:
+        pytest.fail("import cycle inside tooltune.evaluation: " + " -> ".join(cycle))

@@ -507,7 +507,7 @@ def test_a_micro_batch_of_dropped_groups_only_skips_its_update_with_the_same_wei
     assert calls == []  # TRL's loss (the model's forward) never ran
     recs = [r for r in _metrics(skipped) if "loss" in r]
     assert recs and all(r["tooltune/micro_batches_skipped"] == 2 for r in recs)  # 2 prompts x N rows / N
-    monkeypatch.setattr(grpo, "_loss_tokens", lambda inputs: 1)  # the padded update, run in full
+    monkeypatch.setattr(grpo.ToolTuneGRPOTrainer, "_tt_skips", lambda self, inputs: False)  # run in full
     padded = train(make_config(tiny_model_dir, tmp_path / "full", **over),
                    reward_funcs=[KeyedReward(solved=set(range(8)))], train_rows=make_rows(8))
     assert calls

@@ -35,6 +35,7 @@ from tooltune.evaluation.benchmark import BENCHMARKS, Benchmark, SimulatesUsers
 from tooltune.evaluation.comparison import compare_runs
 from tooltune.evaluation.controls import Controls
 from tooltune.evaluation.failures import FailurePolicy, TooManyFailures, failure_line
+from tooltune.evaluation.manifest import RETIRED_IDENTITY
 from tooltune.evaluation.options import EvalOptions, RunOptions
 from tooltune.evaluation.r2if_ace import AceOptions, evaluate_ace
 from tooltune.evaluation.runner import evaluate
@@ -267,7 +268,7 @@ def _measure_ace(args: argparse.Namespace) -> int:
                 "student": student.label, "categories": opts.categories, "controls": asdict(controls),
                 "sampling": asdict(sampling), "ace": asdict(options), "seeds": opts.seeds}
     with RunLock(opts.out):
-        if not check_identity(opts.out, identity, opts.resume):
+        if not check_identity(opts.out, identity, opts.resume, retired=RETIRED_IDENTITY):
             write_identity(opts.out, identity)
         summary = evaluate_ace(args.benchmark, backends, student, opts.out, controls,
                                opts.categories or None, options, sampling, data_dir, resume=opts.resume,

@@ -24,6 +24,12 @@ PACKAGES = ("tooltune", "bfcl-eval", "torch", "transformers", "trl", "numpy")
 """Packages whose versions every manifest records."""
 
 
+RETIRED_IDENTITY = {"name_style": "dotted", "controls": {"name_style": "dotted"}}
+"""Identity fields no longer recorded for every benchmark, with the value every run recorded them at
+(`tooltune eval` keeps controls at the top, `eval ace` under `controls`): `name_style` is BFCL's own
+control now, and other benchmarks' folders made before still resume (`rundir.check_identity`)."""
+
+
 def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str | None]:
     """The installed version of each package (None when it is not installed)."""
     out: dict[str, str | None] = {}

@@ -57,7 +57,7 @@ from tooltune.evaluation.failures import (
     failed_record,
     failure_summary,
 )
-from tooltune.evaluation.manifest import build_manifest, run_identity
+from tooltune.evaluation.manifest import RETIRED_IDENTITY, build_manifest, run_identity
 from tooltune.evaluation.options import EvalOptions, RunOptions
 from tooltune.evaluation.subset import SubsetSpec, select
 from tooltune.evaluation.uncertainty import aggregate_seeds, standard_errors
@@ -74,10 +74,6 @@ from tooltune.prompts import check_history_reasoning, resolve_native
 from tooltune.rundir import RunLock, check_identity, drop_torn_tail, write_identity
 
 logger = logging.getLogger(__name__)
-
-RETIRED_IDENTITY = {"name_style": "dotted"}
-"""Identity fields no longer recorded for every benchmark, with the value every run recorded them at:
-`name_style` is BFCL's own control now (other benchmarks' folders made before still resume)."""
 
 __all__ = ["DATA_DIR_ENV", "DataDirError", "EvalOptions", "Prepared", "RunOptions", "SubsetSpec", "Task",
            "benchmark_data_dir", "evaluate", "prepare", "prepare_subset", "run_seed"]

@@ -25,6 +25,13 @@ COMPLETION_KEYS = (
 )
 
 
+def loss_mask(batch: dict[str, Any]) -> torch.Tensor:
+    """[B, T] mask of the completion tokens that enter the loss: TRL's completion mask, times its tool
+    mask when a multi-turn rollout wrote one (tool output is not trained on)."""
+    mask = batch["completion_mask"]
+    return mask if "tool_mask" not in batch else mask * batch["tool_mask"]
+
+
 def padding_rows(keep: list[int], rows: int, chunks: int) -> list[int]:
     """Dropped rows to add (loss mask zeroed) so the kept rows split into `chunks` equal micro-batches.
 

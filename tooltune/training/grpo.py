@@ -61,7 +61,7 @@ from trl.data_utils import is_conversational
 
 from tooltune.prompts import encode_chat
 from tooltune.schema.rows import PROMPT, PROMPT_INDEX, missing_columns, row_tools
-from tooltune.training.batch import padding_rows, select_rows, trim_padding
+from tooltune.training.batch import loss_mask, padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
 from tooltune.training.rollout_hooks import RolloutHooks
@@ -245,8 +245,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         lo = self.accelerator.process_index * rows
         keep = [i - lo for i in keep_global if lo <= i < lo + rows]
         padding = padding_rows(keep, rows, self.args.steps_per_generation)
-        mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
-        lengths = mask.sum(dim=1)
+        lengths = loss_mask(out).sum(dim=1)
         kept_tokens = lengths[keep].sum() if keep else lengths.new_zeros(())
         stats = torch.tensor([float(rows - len(keep)), float(lengths.sum() - kept_tokens)], device=device)
         dropped_rows, saved_tokens = self.accelerator.gather(stats).view(-1, 2).sum(dim=0).tolist()
@@ -265,10 +264,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         if padding:
             new["completion_mask"][len(keep) :] = 0
         trim_padding(new)
-        loss_mask = (
-            new["completion_mask"] if "tool_mask" not in new else new["completion_mask"] * new["tool_mask"]
-        )
-        new["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+        new["num_items_in_batch"] = self.accelerator.gather(loss_mask(new).sum()).sum()
         if beta != 0.0:
             new["ref_per_token_logps"] = self._tt_ref_logps(new)
         return new
@@ -315,14 +311,18 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             tt.update_skips = 0
         return loss
 
+    def _tt_skips(self, inputs: dict[str, Any]) -> bool:
+        """Whether a micro-batch holds padding rows only (down-sampling dropped every group of it): its
+        loss is 0 and its gradient zero, so its forward and backward can be skipped. Only in one
+        process: with several, every rank must run the model (DDP's reducer, FSDP's gathers)."""
+        return self.accelerator.num_processes == 1 and not loss_mask(inputs).any()
+
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         tt = self.tooltune
         tt.entropies = None
-        if self.accelerator.num_processes == 1 and not _loss_tokens(inputs):
-            # Padding rows only (down-sampling dropped every group of this micro-batch): their loss is 0
-            # and their gradient zero, so their forward and backward are skipped. Every trainable
-            # parameter stays in the graph with a zero gradient, so the optimizer step is the one the
-            # padding rows give. Several processes run the model on every rank (DDP's reducer, FSDP).
+        if self._tt_skips(inputs):
+            # Every trainable parameter stays in the graph with a zero gradient, so the optimizer step
+            # is the one the padding rows give.
             tt.update_skips += 1
             return sum(p.reshape(-1)[:1].sum() * 0.0 for p in model.parameters() if p.requires_grad)
         loss = super()._compute_loss(model, inputs)
@@ -341,11 +341,3 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
                     self._metrics["train"][f"tooltune/entropy_{name}"].append(tot / cnt)
         tt.own_seconds += time.perf_counter() - t0
         return loss
-
-
-def _loss_tokens(inputs: dict[str, Any]) -> int:
-    """Completion tokens of a micro-batch that enter the loss (TRL's mask, times the tool mask)."""
-    mask = inputs["completion_mask"]
-    if "tool_mask" in inputs:
-        mask = mask * inputs["tool_mask"]
-    return int(mask.sum())
