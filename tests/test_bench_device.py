@@ -13,7 +13,7 @@ from tooltune.cli import main
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "configs" / "quickstart_real_smollm2_mini.yaml"
 SCRIPT = REPO / "bench" / "device" / "real_recipe.py"
-STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued",
+STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "screen", "grpo", "eval_grpo", "sft_continued",
           "eval_sft_continued")
 
 

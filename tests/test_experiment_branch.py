@@ -74,8 +74,8 @@ def test_a_branch_shares_the_warm_start_and_trains_grpo_with_its_own_reward(
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"seed": 1}, r"only the settings under train.reward, train.grpo, train.filter, train.downsample and "
-                     r"train.diagnostics.eval_every may differ .* seed: 0 vs 1"),
+        ({"seed": 1}, r"only the settings under train.reward, train.grpo, train.filter, train.downsample, "
+                     r"screen and train.diagnostics.eval_every may differ .* seed: 0 vs 1"),
         ({"train.sft.learning_rate": 1.0},
          r"1 differ, the source's value vs this run's: train.sft.learning_rate"),
         ({}, "this run's settings equal that run's; resume it with --out"),

@@ -53,7 +53,7 @@ def test_the_real_profile_runs_every_stage_and_reports_scores_pairs_and_phase_ti
     args = ["quickstart", "--config", str(MINI), "--model", str(tiny_model_dir), "--out", str(out),
             "--benchmarks.data_dir", str(shared_data_dir), "--real_data.eval_data", str(shared_data_dir)]
     assert main(args) == 0
-    stages = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued",
+    stages = ("data", "model", "eval_base", "sft", "eval_sft", "screen", "grpo", "eval_grpo", "sft_continued",
               "eval_sft_continued")
     assert all((out / "stages" / f"{s}.json").is_file() for s in stages)
     # the split by tool domain: no unseen-tools sample offers a tool any training sample offers

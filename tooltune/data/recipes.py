@@ -118,9 +118,10 @@ def _load_cache(path: str | None) -> dict[str, list[float]]:
 
 
 def policy_rewards(
-    samples: Sequence[Sample], backend: Backend, cfg: DifficultyConfig
+    samples: Sequence[Sample], backend: Backend, cfg: DifficultyConfig, prompt: PromptControls | None = None
 ) -> dict[str, list[float]]:
-    """k binary rewards per sample from `backend` (resuming from `cfg.cache`)."""
+    """k binary rewards per sample from `backend` (resuming from `cfg.cache`); `prompt`: the prompt
+    controls training renders with (None: `cfg.template` and `cfg.history` with the other defaults)."""
     done = _load_cache(cfg.cache)
     todo = [s for s in samples if s.id not in done]
     if done:
@@ -138,8 +139,9 @@ def policy_rewards(
                 cache_f.flush()
 
         # a local model answers in its own format; an endpoint's calls come back as it writes them
-        template = resolve_native(getattr(backend, "tokenizer", None), cfg.template, "template")
-        controls = PromptControls(cfg.template, history=cfg.history).with_template(template)
+        base = prompt or PromptControls(cfg.template, history=cfg.history)
+        template = resolve_native(getattr(backend, "tokenizer", None), base.template, "template")
+        controls = base.with_template(template)
         score_samples(
             backend, todo, controls, cfg.k,
             Sampling(cfg.temperature, cfg.max_new_tokens, cfg.batch_size),
@@ -150,10 +152,11 @@ def policy_rewards(
 
 
 def difficulty_filter(
-    samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig
+    samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig, prompt: PromptControls | None = None
 ) -> tuple[list[Sample], list[dict[str, Any]], dict[str, Any]]:
-    """(kept, rejected records with reason and success rate, stats); every sample lands in one of the two."""
-    rewards = policy_rewards(samples, backend, cfg)
+    """(kept, rejected records with reason and success rate, stats); every sample lands in one of the two.
+    `prompt` as in `policy_rewards`."""
+    rewards = policy_rewards(samples, backend, cfg, prompt)
     kept: list[Sample] = []
     rejected: list[dict[str, Any]] = []
     reasons: Counter = Counter()

@@ -3,13 +3,14 @@
 An ablation of the GRPO stage (another reward, learning rate or group size) compares two GRPO runs from
 one SFT checkpoint. Training a second warm start would cost the SFT time again and would add the
 warm starts' own difference to the comparison. `branch(pipe, src)` therefore fills a new run folder
-with the finished stages of `src` that come before `grpo` (`BRANCH_POINT`): their stage files, the
+with the finished stages of `src` that come before GRPO (or before the screen of its prompts,
+`BRANCH_POINTS`): their stage files, the
 data, the models and the evaluations of the checkpoints before GRPO. The pipeline then runs GRPO and
 the later stages with the new settings, and an evaluation before GRPO that `src` has not finished (it
 reads only settings both runs share); every other stage before GRPO must be finished in `src`.
 
 Only settings that no earlier stage reads may differ: those under `train.reward`, `train.grpo`,
-`train.filter`, `train.downsample` and `train.diagnostics.eval_every` (`BRANCH_KEYS`). Any other
+`train.filter`, `train.downsample`, `screen` and `train.diagnostics.eval_every` (`BRANCH_KEYS`). Any other
 difference is refused, naming each key with both values. Files are hard links where the file system
 allows (no extra disk; no stage rewrites a finished file) and copies otherwise. Paths to `src` inside
 the copied stage files are rewritten to the new folder, so the new folder does not depend on `src`
@@ -34,14 +35,25 @@ from tooltune.rundir import differences, read_identity
 
 logger = logging.getLogger(__name__)
 
-BRANCH_POINT = "grpo"
-"""The first stage a branch runs itself."""
+BRANCH_POINTS = ("screen", "grpo")
+"""A branch runs itself the first of these stages its profile has, and every later stage: the real
+profile's screen of GRPO's prompts reads GRPO's sampling settings, so it belongs to the branch."""
 BRANCH_KEYS = (
-    "train.reward.", "train.grpo.", "train.filter.", "train.downsample.", "train.diagnostics.eval_every",
+    "train.reward.", "train.grpo.", "train.filter.", "train.downsample.", "screen.",
+    "train.diagnostics.eval_every",
 )
-"""Settings (dotted prefixes) a branch may change: no stage before `BRANCH_POINT` reads them (GRPO's
+"""Settings (dotted prefixes) a branch may change: no stage before the branch point reads them (GRPO's
 validation points, `train.diagnostics.eval_every`, are GRPO's alone)."""
 BRANCH_FILE = "branch.json"
+
+
+def branch_point(stages: tuple[str, ...], profile: str) -> int:
+    """The index of the first stage a branch runs itself (the first of `BRANCH_POINTS` in `stages`)."""
+    for i, stage in enumerate(stages):
+        if stage in BRANCH_POINTS:
+            return i
+    raise ConfigError(f"--branch-from: the {profile} profile has no {' or '.join(BRANCH_POINTS)} stage to "
+                      "branch at")
 
 
 def _keys() -> str:
@@ -91,7 +103,7 @@ def setting_differences(src: Path, cfg: QuickstartConfig) -> list[str]:
 def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartConfig, profile: Profile
                 ) -> dict[str, Any]:
     """What branching `out` from `src` records (`branch.json`), reading only: ConfigError when `src` is
-    not a quickstart run, has not finished a stage before `BRANCH_POINT` other than an evaluation,
+    not a quickstart run, has not finished a stage before the branch point other than an evaluation,
     differs in a setting outside `BRANCH_KEYS` or in none, or when `out` holds stages of its own or a
     branch of another folder. A folder already branched from `src` gives its record (a resume; `src`
     may be gone by then)."""
@@ -110,10 +122,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
         raise ConfigError(f"--branch-from {src}: {out} already holds stages of its own run; a branch starts "
                           "in a new folder")
     stages = profile.stages
-    if BRANCH_POINT not in stages:
-        raise ConfigError(f"--branch-from: the {cfg.profile} profile has no {BRANCH_POINT} stage to "
-                          "branch at")
-    shared = stages[: stages.index(BRANCH_POINT)]
+    shared = stages[: branch_point(stages, cfg.profile)]
     diffs = setting_differences(src, cfg)
     fixed = [d for d in diffs if not d.startswith(BRANCH_KEYS)]
     if fixed:
@@ -132,7 +141,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
 
 
 def branch(pipe: RunFolder, src: str | os.PathLike) -> dict[str, Any]:
-    """Fill `pipe.out` with the stages of `src` before `BRANCH_POINT` (see the module docstring; refusals:
+    """Fill `pipe.out` with the stages of `src` before the branch point (see the module docstring; refusals:
     `plan_branch`, called first); returns what `branch.json` records."""
     record = plan_branch(src, pipe.out, pipe.cfg, pipe.profile)
     if record.get("complete"):
@@ -141,7 +150,7 @@ def branch(pipe: RunFolder, src: str | os.PathLike) -> dict[str, Any]:
     marker = out / BRANCH_FILE
     marker.write_text(json.dumps({**record, "complete": False}, indent=1))
     stages = pipe.profile.stages
-    later = {s.removeprefix("eval_") for s in stages[stages.index(BRANCH_POINT):]}  # checkpoint names
+    later = {s.removeprefix("eval_") for s in stages[branch_point(stages, pipe.cfg.profile):]}  # checkpoints
     added = _link_tree(src / "data", out / "data") if (src / "data").is_dir() else 0
     for kind in ("models", "evals"):
         for folder in sorted((src / kind).iterdir()) if (src / kind).is_dir() else []:

@@ -35,6 +35,9 @@ CLOCKS.add("wall", Clock(time.perf_counter, "wall-clock time (time.perf_counter)
 TRAIN_KEYS = {"cpu": "train_cpu_s", "wall": "train_wall_s"}
 """Clock -> the key of a GRPO summary (`training.diagnostics.grpo_summary`) holding its training time."""
 
+SCREEN_KEYS = {"cpu": "cpu_s", "wall": "wall_s"}
+"""Clock -> the key of the screen stage's result (`tooltune.experiment.screen`) holding its cost."""
+
 
 def now(clock: str) -> float:
     """The current reading of `clock` (a name in `CLOCKS`) in seconds."""

@@ -61,6 +61,20 @@ class EvaluationConfig:
 
 
 @dataclass
+class ScreenConfig:
+    """real profile: the offline screen of GRPO's training prompts by the warm start (`screen` stage)."""
+
+    enabled: bool = option(
+        False,
+        "Sample k answers per training prompt from the warm start at GRPO's temperature and completion "
+        "budget, score them with the binary reward, and train GRPO only on the prompts with mixed results "
+        "(the efficiency paper's policy-based filter, offline). Off: GRPO trains on every training prompt.",
+    )
+    k: int = option(0, "Answers per prompt (0 = train.grpo.num_generations, GRPO's group size).", min=0)
+    batch_size: int = option(8, "Prompts per generation call.", min=1)
+
+
+@dataclass
 class RealDataConfig:
     """Training data of the `real` profile: a `tooltune data prepare` source, split by tool domain."""
 
@@ -164,6 +178,9 @@ class QuickstartConfig:
     real_data: RealDataConfig = section(RealDataConfig, "real profile: the training data and its splits.")
     benchmarks: BenchmarksConfig = section(
         BenchmarksConfig, "real profile: the benchmarks and their subsets."
+    )
+    screen: ScreenConfig = section(
+        ScreenConfig, "real profile: which training prompts GRPO gets, screened by the warm start."
     )
     train: TrainConfig = section(
         TrainConfig, "SFT (with the warm-start rule) and GRPO, as `tooltune train` reads them."

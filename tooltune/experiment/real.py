@@ -1,13 +1,15 @@
 """The real profile (`profile: real`): a pretrained model folder, real training data, official benchmarks.
 
 The same training stages as the synthetic profile (SFT warm start -> GRPO with the binary reward ->
-continued SFT for GRPO's training time, `tooltune.experiment.stages`), with three stages of its own:
+continued SFT for GRPO's training time, `tooltune.experiment.stages`), with four stages of its own:
 
   data      `tooltune.data.pipeline.prepare` on `real_data.source` (ToolRL by default; training samples
             copying a user turn of BFCL, API-Bank or ACEBench are dropped: `real_data.decontaminate`),
             split by tool domain (`tooltune.data.domain_split`): train, val (training domains, kept out
             of training) and unseen_tools (domains no training sample offers)
   model     the model folder `model`, loaded once to count it (the load phase of the time table)
+  screen    with `screen.enabled`, the warm start's k answers per training prompt decide which prompts
+            GRPO trains on: the mixed ones (`tooltune.experiment.screen`)
   eval_*    every checkpoint (the untrained model as eval_base, then sft, grpo, sft_continued) on the
             official benchmarks of `benchmarks.suites` through the evaluation runner, each on its fixed
             stratified subset (`benchmarks.subset`, seed `benchmarks.subset_seed`), greedy, plus greedy
@@ -36,14 +38,15 @@ from tooltune.experiment.measure import greedy, load, run_device
 from tooltune.experiment.memory import PeakMemory
 from tooltune.experiment.real_report import write_real_report
 from tooltune.experiment.run_folder import Profile, RunFolder
+from tooltune.experiment.screen import screen_headline, stage_screen
 from tooltune.generation import HFBackend, Sampling
 from tooltune.schema import read_jsonl, write_jsonl
 
 CHECKPOINTS = ("base", "sft", "grpo", "sft_continued")
 """The evaluated checkpoints, in pipeline order (base = the model folder as given)."""
 
-REAL_STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "grpo", "eval_grpo", "sft_continued",
-               "eval_sft_continued")
+REAL_STAGES = ("data", "model", "eval_base", "sft", "eval_sft", "screen", "grpo", "eval_grpo",
+               "sft_continued", "eval_sft_continued")
 
 REAL_DESCRIPTIONS = {
     **stages.DESCRIPTIONS,
@@ -52,6 +55,7 @@ REAL_DESCRIPTIONS = {
     "eval_base": "evaluating the untrained model on the benchmark subsets",
     "sft": "SFT warm start on the real training data",
     "eval_sft": "evaluating the warm start on the benchmark subsets",
+    "screen": "screening GRPO's training prompts by the warm start's k answers (screen.enabled)",
 }
 
 REAL_SPLITS = ("train", "val", "unseen_tools")
@@ -63,6 +67,8 @@ def real_headline(name: str, res: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v}" for k, v in res["sizes"].items()) + f"; {res['domains']} tool domains"
     if name == "model":
         return f"{res['parameters']:,} parameters, loaded in {res['load_s']:.0f} s"
+    if name == "screen":
+        return screen_headline(res)
     if name.startswith("eval_"):
         parts = [f"{b} {r['headline_key']} {r['headline']:.1%} ± {r['headline_se']:.1%}"
                  for b, r in res["benchmarks"].items() if r.get("headline") is not None]
@@ -170,7 +176,8 @@ def _eval_stage(name: str) -> Any:
 def real_profile() -> Profile:
     """The `real` profile's stages, their functions, descriptions, headlines, splits and report."""
     functions = {"data": stage_real_data, "model": stage_real_model, "sft": stages.stage_sft,
-                 "grpo": stages.stage_grpo, "sft_continued": stages.stage_sft_continued,
+                 "screen": stage_screen, "grpo": stages.stage_grpo,
+                 "sft_continued": stages.stage_sft_continued,
                  **{f"eval_{c}": _eval_stage(c) for c in CHECKPOINTS}}
     return Profile(REAL_STAGES, functions, REAL_DESCRIPTIONS, real_headline, REAL_SPLITS, write_real_report)
 

@@ -119,7 +119,7 @@ def build_real(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> di
         "data": results.get("data"), "subsets": subsets, "scores": _scores(config, results),
         "unseen_tools": unseen, "paired": _paired(config, results), "phases": phases(results),
         "grpo": {k: results["grpo"].get(k) for k in GRPO_KEYS} if "grpo" in results else None,
-        "sft_targets": results.get("sft", {}).get("target_tokens"),
+        "sft_targets": results.get("sft", {}).get("target_tokens"), "screen": results.get("screen"),
         "environment": environment(), "plots": [],
         "timings": {"stages_wall_s": sum(r.get("timing", {}).get("wall_s", 0.0) for r in results.values()),
                     "stages_cpu_s": sum(r.get("timing", {}).get("cpu_s", 0.0) for r in results.values())},
@@ -147,6 +147,12 @@ def _md(r: dict[str, Any]) -> str:
         over = ", ".join(f"{share:.0%} longer than {name}" for name, share in lengths["over"].items())
         lines += [f"SFT targets: {lengths['median']} tokens median, {lengths['p90']} p90, "
                   f"{lengths['max']} max; {over}.", ""]
+    screen = r.get("screen")
+    if screen and screen["enabled"]:
+        lines += [f"GRPO's prompts, screened by the warm start ({screen['k']} answers each at temperature "
+                  f"{screen['temperature']}, binary reward): of {screen['in']}, {screen['all_wrong']} never "
+                  f"solved and {screen['all_right']} always solved were set aside; GRPO trained on the "
+                  f"{screen['mixed']} mixed ones.", ""]
     for bench, subset in r["subsets"].items():
         if subset:
             how = subset.get("per_category", "listed")

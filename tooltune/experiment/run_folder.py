@@ -84,6 +84,10 @@ class RunFolder:
             return Path(self.cfg.model)
         return self.out / "grpo" / "final" if name == "grpo" else self.out / "models" / name
 
+    def screened_train(self) -> Path:
+        """The training prompts GRPO gets when the screen stage is on (`tooltune.experiment.screen`)."""
+        return self.out / "screen" / "grpo_train.jsonl"
+
     def splits(self) -> dict[str, list[Sample]]:
         if self._splits is None:
             self._splits = {k: read_jsonl(str(self.out / "data" / f"{k}.jsonl")) for k in self.profile.splits}
@@ -104,6 +108,8 @@ class RunFolder:
         t.sft.enabled, t.grpo.enabled = stage in ("sft", "reproduce"), stage in ("grpo", "reproduce")
         if stage == "grpo":
             t.model.name_or_path = str(self.model_dir("sft"))
+            if self.cfg.profile == "real" and self.cfg.screen.enabled:
+                t.data.train = str(self.screened_train())
         if stage == "reproduce":
             chosen = self.result("sft")["chosen_step"]
             warmup = round(t.sft.max_steps * t.sft.warmup_ratio) if t.sft.max_steps > 0 else 0

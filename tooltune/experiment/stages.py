@@ -17,7 +17,7 @@ import shutil
 import time
 from typing import Any
 
-from tooltune.experiment.compute import TRAIN_KEYS, BudgetWatch, grpo_curve
+from tooltune.experiment.compute import SCREEN_KEYS, TRAIN_KEYS, BudgetWatch, grpo_curve
 from tooltune.experiment.measure import backend, generation_budgets, greedy, load, run_device, target_lengths
 from tooltune.experiment.run_folder import RunFolder
 from tooltune.prompts import resolve_native
@@ -117,7 +117,9 @@ def stage_sft_continued(p: RunFolder) -> dict[str, Any]:
     times GRPO was, so that the two curves share their x values."""
     clock = p.cfg.clock
     grpo = p.result("grpo")
-    budget = grpo[TRAIN_KEYS[clock]]
+    # the screen of GRPO's prompts (real profile, `screen` stage) is part of what GRPO cost
+    screen_s = p.result("screen")[SCREEN_KEYS[clock]] if p.done("screen") else 0.0
+    budget = grpo[TRAIN_KEYS[clock]] + screen_s
     marks = [pt["t"] for pt in grpo_curve(grpo, clock)]
     tcfg = p.train_config("sft")
     device = run_device(p.cfg)
@@ -152,6 +154,7 @@ def stage_sft_continued(p: RunFolder) -> dict[str, Any]:
         "train_cpu_s": time.process_time() - cpu - eval_cpu[0],
         "stage_wall_s": time.perf_counter() - wall,
         "budget_s": budget,
+        "screen_s": screen_s,
         "loss": loop.loss,
         "curve": warm + watch.points,
     }

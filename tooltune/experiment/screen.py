@@ -1,0 +1,81 @@
+"""The `screen` stage (`screen.enabled`): the warm start screens GRPO's training prompts before GRPO.
+
+The efficiency paper (arXiv 2606.00135, the policy-based difficulty filter) observes that a prompt whose
+group of rollouts is all right or all wrong has zero advantage for every rollout (GRPO, Shao et al. 2024:
+A_i = (r_i - mean(r)) / std(r)), so it costs a rollout and an update and teaches nothing. On a small model
+most training prompts are such prompts. The screen measures it before paying for it:
+
+  each training prompt gets `screen.k` answers (default: GRPO's group size) from the SFT checkpoint at
+  GRPO's temperature and completion budget, under the training prompt controls, scored by the binary reward
+  (format required). Prompts the warm start solves every time (all right) or never (all wrong) are set
+  aside; GRPO trains on the mixed ones (DIR/screen/grpo_train.jsonl).
+
+Every prompt is accounted for: kept, or written with its success rate and reason to
+DIR/screen/rejected.jsonl. Rewards are cached per prompt (DIR/screen/rewards.jsonl), so a killed stage
+resumes. A branch (`--branch-from`) screens again: the screen reads GRPO's settings. The stage's CPU and
+wall time count as GRPO's cost in the equal-compute comparison (continued SFT gets them too). Off, the
+stage records that GRPO trains on every training prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from tooltune.config import ConfigError
+from tooltune.data.recipes import DifficultyConfig, difficulty_filter
+from tooltune.experiment.measure import load, run_device
+from tooltune.experiment.memory import PeakMemory
+from tooltune.experiment.run_folder import RunFolder
+from tooltune.generation import HFBackend
+from tooltune.schema import write_jsonl
+
+
+def stage_screen(p: RunFolder) -> dict[str, Any]:
+    """Screen the training split with the warm start; every prompt kept or rejected with its reason."""
+    train = p.splits()["train"]
+    if not p.cfg.screen.enabled:
+        return {"enabled": False, "in": len(train), "kept": len(train), "cpu_s": 0.0, "wall_s": 0.0}
+    sc, t = p.cfg.screen, p.cfg.train
+    cfg = DifficultyConfig(
+        k=sc.k or t.grpo.num_generations, temperature=t.grpo.temperature,
+        max_new_tokens=t.grpo.max_completion_length, template=t.data.template, history=t.data.history,
+        batch_size=sc.batch_size, seed=p.cfg.seed, require_format=True,
+        cache=str(p.out / "screen" / "rewards.jsonl"),
+    ).validate()
+    (p.out / "screen").mkdir(exist_ok=True)
+    wall, cpu = time.perf_counter(), time.process_time()
+    with PeakMemory() as memory:
+        model, tok = load(p.model_dir("sft"), run_device(p.cfg))
+        model.eval()
+        backend = HFBackend(model=model, tokenizer=tok, batch_size=sc.batch_size, name="screen")
+        kept, rejected, stats = difficulty_filter(train, backend, cfg, prompt=t.data)
+    if not kept:
+        raise ConfigError(f"screen.enabled: the warm start solved all or none of the {cfg.k} answers for "
+                          f"every one of the {len(train)} training prompts, so GRPO would get no prompt with "
+                          "a gradient; turn the screen off or raise screen.k")
+    write_jsonl(kept, str(p.screened_train()))
+    with open(p.out / "screen" / "rejected.jsonl", "w", encoding="utf-8") as f:
+        for r in rejected:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    rates = [r["success_rate"] for r in rejected] + [s.meta["policy_success_rate"] for s in kept]
+    successes = Counter(round(rate * cfg.k) for rate in rates)
+    return {
+        "enabled": True, "in": len(train), "kept": len(kept), "k": cfg.k, "temperature": cfg.temperature,
+        "max_new_tokens": cfg.max_new_tokens, "all_right": stats["rejected"].get("always_solved", 0),
+        "all_wrong": stats["rejected"].get("never_solved", 0), "mixed": len(kept),
+        "successes": {str(i): successes.get(i, 0) for i in range(cfg.k + 1)},
+        "mean_success_rate": stats["mean_success_rate"],
+        "cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
+        "peak_rss_mb": memory.peak_mb,
+    }
+
+
+def screen_headline(res: dict[str, Any]) -> str:
+    """One line summing up the screen stage."""
+    if not res["enabled"]:
+        return f"off: GRPO trains on all {res['in']} training prompts"
+    return (f"{res['in']} prompts at k {res['k']}: {res['all_wrong']} never solved, {res['all_right']} "
+            f"always, {res['mixed']} mixed -> GRPO trains on {res['kept']}")
