@@ -59,10 +59,11 @@ def read_arms(path: Path) -> tuple[int, dict[str, dict[str, Any]]]:
 
 
 def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threads: int) -> dict[str, Any]:
-    """Branch `out` from `source` with `settings`, run its GRPO stage (resumed if begun); its result."""
+    """Branch `out` from `source` with `settings`, run its stages up to GRPO (the real profile's screen of
+    GRPO's prompts, then GRPO; resumed if begun); GRPO's result, with the screen's under "screen"."""
     import torch
 
-    from tooltune.experiment.branch import branch
+    from tooltune.experiment.branch import branch, branch_point
     from tooltune.experiment.config import load_config
     from tooltune.experiment.pipeline import Pipeline
     from tooltune.experiment.real import real_profile
@@ -78,7 +79,17 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     pipe = Pipeline(out, cfg, say=lambda line: print(f"[{out.name}] {line}", flush=True), profile=profile)
     branch(pipe, source)
     torch.set_num_threads(threads)
-    return pipe.run_stage("grpo")
+    stages = profile.stages
+    for stage in stages[branch_point(stages, cfg.profile): stages.index("grpo") + 1]:
+        pipe.run_stage(stage)
+    return read_arm(out)
+
+
+def read_arm(out: Path) -> dict[str, Any]:
+    """An arm's GRPO stage result, with its screen's (real profile) under "screen" where it ran one."""
+    res = json.loads((out / "stages" / "grpo.json").read_text(encoding="utf-8"))
+    screen = out / "stages" / "screen.json"
+    return {**res, "screen": json.loads(screen.read_text(encoding="utf-8"))} if screen.is_file() else res
 
 
 def _mean(xs: list[float]) -> float:
@@ -93,6 +104,7 @@ def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[st
     acc0, acc1 = first.get("accuracy", math.nan), last.get("accuracy", math.nan)
     zero = [r["frac_reward_zero_std"] for r in log if "frac_reward_zero_std" in r]
     k = max(1, len(log) // 3)
+    screen = res.get("screen") or {}
     return {
         "arm": name,
         "settings": settings,
@@ -112,6 +124,8 @@ def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[st
         "rollout_s": res.get("rollout_s", math.nan),
         "update_s": res.get("update_s", math.nan),
         "peak_rss_mb": (res.get("timing") or {}).get("peak_rss_mb", math.nan),
+        "screen": {k: screen[k] for k in ("in", "kept", "all_right", "all_wrong", "cpu_s", "wall_s")}
+        if screen.get("enabled") else None,
     }
 
 
@@ -132,17 +146,21 @@ def table(rows: list[dict[str, Any]], steps: int) -> str:
         "reward) on the run's validation split, ± SE over its samples.",
         "",
         "| arm | settings | steps | val before → after (%) | groups with signal (%) | reward first → last "
-        "third | entropy (last third) | truncated (%) | CPU s | rollout / update s | peak GB | status |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "third | entropy (last third) | truncated (%) | CPU s | rollout / update s | peak GB | "
+        "screen: prompts kept of, CPU s | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         settings = ", ".join(f"{k.removeprefix('train.')}={v}" for k, v in r["settings"].items())
         val = f"{_f(r['val_start'], True)} → {_f(r['val_end'], True)} ± {_f(r['val_end_se'], True)}"
+        sc = r.get("screen")
+        screen = f"{sc['kept']} of {sc['in']}, {sc['cpu_s']:.0f}" if sc else "–"
         lines.append(
             f"| {r['arm']} | {settings} | {r['steps']} | {val} | {_f(r['groups_with_signal'], True)} | "
             f"{_f(r['reward_first'])} → {_f(r['reward_last'])} | {_f(r['entropy_last'])} | "
             f"{_f(r['clipped'], True)} | {r['train_cpu_s']:.0f} | {_s(r.get('rollout_s'))} / "
-            f"{_s(r.get('update_s'))} | {_s((r.get('peak_rss_mb') or math.nan) / 1024, 1)} | {r['status']} |"
+            f"{_s(r.get('update_s'))} | {_s((r.get('peak_rss_mb') or math.nan) / 1024, 1)} | {screen} | "
+            f"{r['status']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -230,7 +248,7 @@ def main() -> int:
     for name in arms:
         stage = args.out / name / "stages" / "grpo.json"
         if stage.is_file():
-            results[name] = json.loads(stage.read_text(encoding="utf-8"))
+            results[name] = read_arm(args.out / name)
         elif name in chosen and not args.report:
             t = time.perf_counter()
             results[name] = run_arm(args.source, args.out / name, steps, arms[name], args.threads)

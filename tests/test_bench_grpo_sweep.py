@@ -91,7 +91,20 @@ def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
     assert row["status"].startswith("diverged") and row["groups_with_signal"] == 0.5
     assert math.isclose(row["val_end_se"], 0.0) and row["val_start"] == 0.25
     assert "diverged: the loss is nan at step 5" in sweep.table([row], 5)
-    assert "| 12 | – / – | – | diverged" in sweep.table([row], 5)  # costs not recorded read as unknown
+    assert "| 12 | – / – | – | – | diverged" in sweep.table([row], 5)  # costs not recorded read as unknown
+
+
+def test_an_arm_that_screened_its_prompts_shows_how_many_it_kept_and_what_the_screen_cost() -> None:
+    sweep = _sweep()
+    screen = {"enabled": True, "in": 319, "kept": 41, "all_right": 12, "all_wrong": 266, "cpu_s": 2400.4,
+              "wall_s": 1300.0, "k": 4}
+    res = {"steps": 2, "train_cpu_s": 300.0, "curve": [], "log": [], "screen": screen}
+    row = sweep.arm_row("screened", {"screen.enabled": True}, res)
+    kept = ("in", "kept", "all_right", "all_wrong", "cpu_s", "wall_s")
+    assert row["screen"] == {k: screen[k] for k in kept}
+    assert "| 41 of 319, 2400 | ok |" in sweep.table([row], 2)
+    off = sweep.arm_row("plain", {}, {**res, "screen": {"enabled": False, "in": 319, "kept": 319}})
+    assert off["screen"] is None and "| – | ok |" in sweep.table([off], 2)
 
 
 def test_the_speedup_is_the_time_to_reach_the_base_arms_final_validation() -> None:

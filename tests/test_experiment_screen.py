@@ -34,6 +34,9 @@ def test_the_screen_keeps_the_mixed_prompts_for_grpo_and_accounts_for_every_prom
     # sampling settings, which branches may change)
     src, out = tmp_path / "src", tmp_path / "run"
     assert main([*_args(tiny_model_dir, shared_data_dir, src), "--stop-after", "eval_sft"]) == 0
+    identity = json.loads((src / "run.json").read_text())
+    del identity["config"]["screen"]  # a source made before the section existed branches all the same
+    (src / "run.json").write_text(json.dumps(identity))
     args = _args(tiny_model_dir, shared_data_dir, out, "--screen.enabled", "true", "--screen.k", "4",
                  "--branch-from", str(src))
     assert main([*args, "--stop-after", "eval_sft"]) == 0  # the branch made, nothing of its own run yet

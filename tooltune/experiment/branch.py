@@ -56,6 +56,13 @@ def branch_point(stages: tuple[str, ...], profile: str) -> int:
                       "branch at")
 
 
+def _branchable(difference: str) -> bool:
+    """Whether a 'key: a vs b' difference is under `BRANCH_KEYS`; a whole section is (`screen: missing vs
+    {...}` from a source made before the section existed)."""
+    key = difference.split(":", 1)[0]
+    return difference.startswith(BRANCH_KEYS) or f"{key}." in BRANCH_KEYS
+
+
 def _keys() -> str:
     """`BRANCH_KEYS` as a sentence: "train.reward, train.grpo, ... and train.downsample"."""
     names = [k.removesuffix(".") for k in BRANCH_KEYS]
@@ -124,7 +131,7 @@ def plan_branch(src: str | os.PathLike, out: str | os.PathLike, cfg: QuickstartC
     stages = profile.stages
     shared = stages[: branch_point(stages, cfg.profile)]
     diffs = setting_differences(src, cfg)
-    fixed = [d for d in diffs if not d.startswith(BRANCH_KEYS)]
+    fixed = [d for d in diffs if not _branchable(d)]
     if fixed:
         raise ConfigError(f"--branch-from {src}: only the settings under {_keys()} may "
                           f"differ from the run a branch starts from (the stages it shares read the others); "
