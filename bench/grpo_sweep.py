@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,7 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     from tooltune.experiment.config import load_config
     from tooltune.experiment.pipeline import Pipeline
     from tooltune.experiment.real import real_profile
+    from tooltune.experiment.screen import screen_settings
     from tooltune.experiment.synthetic import synthetic_profile
 
     # `threads` is the source's setting (part of the run's identity); this process's torch threads are
@@ -78,11 +80,35 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     profile = real_profile() if cfg.profile == "real" else synthetic_profile()
     pipe = Pipeline(out, cfg, say=lambda line: print(f"[{out.name}] {line}", flush=True), profile=profile)
     branch(pipe, source)
+    if cfg.profile == "real" and cfg.screen.enabled:
+        sibling = seed_screen(out, screen_settings(pipe))
+        if sibling is not None:
+            print(f"[{out.name}] screen answers from arm {sibling.name} (same screen settings); their "
+                  "cost counts in this arm's screen", flush=True)
     torch.set_num_threads(threads)
     stages = profile.stages
     for stage in stages[branch_point(stages, cfg.profile): stages.index("grpo") + 1]:
         pipe.run_stage(stage)
     return read_arm(out)
+
+
+def seed_screen(out: Path, settings: dict[str, Any]) -> Path | None:
+    """Seed arm `out`'s screen cache (OUT/ARM/screen/rewards.jsonl) from a sibling arm whose screen ran with
+    equal `settings` (`tooltune.experiment.screen.screen_settings`): the arms share one warm start, so
+    the answers would be the same. The sibling's folder, or None where there is none or `out` has its own."""
+    mine = out / "screen" / "rewards.jsonl"
+    if mine.exists():
+        return None
+    for stage in sorted(out.parent.glob("*/stages/screen.json")):
+        sibling = stage.parent.parent
+        cache = sibling / "screen" / "rewards.jsonl"
+        if sibling == out or not cache.is_file():
+            continue
+        if json.loads(stage.read_text(encoding="utf-8")).get("settings") == settings:
+            mine.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(cache, mine)
+            return sibling
+    return None
 
 
 def read_arm(out: Path) -> dict[str, Any]:

@@ -122,3 +122,20 @@ def test_the_speedup_is_the_time_to_reach_the_base_arms_final_validation() -> No
     assert sweep.speedup(base, arm([(0, 0, 0.25), (8, 100, 0.375)])) == {"target": 0.5, "reached": False}
     flat = arm([(0, 0, 0.25), (8, 800, 0.25)])  # the base did not improve: nothing to reach
     assert sweep.speedup(flat, fast) == {"target": 0.25, "reached": None, "base_start": 0.25}
+
+
+def test_an_arm_reuses_the_screen_answers_of_an_arm_with_equal_screen_settings(tmp_path: Path) -> None:
+    seed_screen = _sweep().seed_screen
+    settings = {"k": 4, "temperature": 0.7, "prompt": {"template": "tool_n1"}}
+    done = tmp_path / "done"
+    (done / "stages").mkdir(parents=True)
+    (done / "screen").mkdir()
+    (done / "stages" / "screen.json").write_text(json.dumps({"enabled": True, "settings": settings}))
+    (done / "screen" / "rewards.jsonl").write_text('{"sample_id": "a", "rewards": [1.0], "cpu_s": 2.0}\n')
+    other = {**settings, "temperature": 1.0}
+    assert seed_screen(tmp_path / "hot", other) is None and not (tmp_path / "hot" / "screen").exists()
+    assert seed_screen(tmp_path / "same", settings) == done
+    copied = tmp_path / "same" / "screen" / "rewards.jsonl"
+    assert copied.read_text() == (done / "screen" / "rewards.jsonl").read_text()
+    copied.write_text("")  # an arm's own answers (a resumed screen) are never replaced
+    assert seed_screen(tmp_path / "same", settings) is None and copied.read_text() == ""

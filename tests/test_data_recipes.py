@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tooltune.data.recipes import R2IF_CATEGORIES, DifficultyConfig, balanced_set, difficulty_filter
+from tooltune.data.recipes import (
+    R2IF_CATEGORIES,
+    DifficultyConfig,
+    balanced_set,
+    cached_cost,
+    difficulty_filter,
+)
 from tooltune.data.synthetic import SynthConfig, generate
 from tooltune.generation import BackendError, ScriptedBackend
 from tooltune.prompts import render_answer
@@ -69,3 +76,22 @@ def test_difficulty_filter_drops_always_and_never_solved(samples, tmp_path: Path
 
     kept2, rejected2, _ = difficulty_filter(subset, ScriptedBackend(fn=broken), cfg)  # resumes from the cache
     assert [s.id for s in kept2] == [s.id for s in kept] and len(rejected2) == len(rejected)
+
+
+def test_the_cache_records_what_each_prompt_cost_so_a_reuse_can_count_it(samples, tmp_path: Path):
+    subset = samples[:10]
+    cache = tmp_path / "cache.jsonl"
+    cfg = DifficultyConfig(k=2, batch_size=4, cache=str(cache), progress=False)
+    difficulty_filter(subset, ScriptedBackend(fn=_policy({s.id: s for s in subset})), cfg)
+    records = [json.loads(line) for line in cache.read_text().splitlines()]
+    assert all(r["cpu_s"] >= 0 and r["wall_s"] >= 0 for r in records)
+    cost = cached_cost(str(cache), [s.id for s in subset[:6]])
+    assert cost["n"] == 6 and cost["without_cost"] == 0
+    assert cost["cpu_s"] == pytest.approx(sum(r["cpu_s"] for r in records[:6]))
+    # records without a cost (an older cache), a torn line and prompts not asked for
+    with cache.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"sample_id": "old", "rewards": [1.0, 0.0]}) + "\n" + '{"sample_id": "torn", "rew')
+    cost = cached_cost(str(cache), ["old", "torn", subset[0].id, "missing"])
+    assert (cost["n"], cost["without_cost"]) == (2, 1) and cost["cpu_s"] == records[0]["cpu_s"]
+    assert cached_cost(str(tmp_path / "none.jsonl"), ["x"]) == {"cpu_s": 0.0, "wall_s": 0.0, "n": 0,
+                                                                "without_cost": 0}

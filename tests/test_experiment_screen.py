@@ -45,10 +45,16 @@ def test_the_screen_keeps_the_mixed_prompts_for_grpo_and_accounts_for_every_prom
     pattern = [[1.0] * 4, [0.0] * 4, [1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]
     (out / "screen").mkdir(parents=True)
     with open(out / "screen" / "rewards.jsonl", "w", encoding="utf-8") as f:
-        for i, s in enumerate(train):
-            f.write(json.dumps({"sample_id": s.id, "rewards": pattern[i % 4]}) + "\n")
+        for i, s in enumerate(train):  # the first half made where costs were recorded: 2 CPU s each
+            cost = {"cpu_s": 2.0, "wall_s": 3.0} if i < len(train) // 2 else {}
+            f.write(json.dumps({"sample_id": s.id, "rewards": pattern[i % 4], **cost}) + "\n")
     assert main(args) == 0
     screen = json.loads((out / "stages" / "screen.json").read_text())
+    # the cached answers cost what they cost where they were made: the screen's cost counts them
+    assert screen["cached_answers"] == len(train)
+    assert screen["cached_without_cost"] == len(train) - len(train) // 2
+    assert screen["cpu_s"] >= 2.0 * (len(train) // 2) and screen["wall_s"] >= 3.0 * (len(train) // 2)
+    assert screen["settings"]["k"] == 4 and screen["settings"]["prompt"]["template"]
     n = len(train)
     expected = {"all_right": len(range(0, n, 4)), "all_wrong": len(range(1, n, 4))}
     assert {k: screen[k] for k in expected} == expected

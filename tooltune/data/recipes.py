@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import random
+import time
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -117,24 +118,51 @@ def _load_cache(path: str | None) -> dict[str, list[float]]:
     return out
 
 
+def cached_cost(path: str | None, ids: Sequence[str]) -> dict[str, float]:
+    """What the answers cached in `path` for `ids` cost where they were made: {"cpu_s", "wall_s", "n",
+    "without_cost"} (records written before costs were recorded count in "without_cost")."""
+    wanted, found = set(ids), {}
+    if path and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                    if str(rec["sample_id"]) in wanted:
+                        found[str(rec["sample_id"])] = rec  # the last record wins, as in `_load_cache`
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+    costed = [r for r in found.values()
+              if isinstance(r.get("cpu_s"), (int, float)) and isinstance(r.get("wall_s"), (int, float))]
+    return {"cpu_s": sum(r["cpu_s"] for r in costed), "wall_s": sum(r["wall_s"] for r in costed),
+            "n": len(found), "without_cost": len(found) - len(costed)}
+
+
 def policy_rewards(
-    samples: Sequence[Sample], backend: Backend, cfg: DifficultyConfig, prompt: PromptControls | None = None
+    samples: Sequence[Sample], backend: Backend, cfg: DifficultyConfig, prompt: PromptControls | None = None,
+    label: str = "difficulty",
 ) -> dict[str, list[float]]:
     """k binary rewards per sample from `backend` (resuming from `cfg.cache`); `prompt`: the prompt
-    controls training renders with (None: `cfg.template` and `cfg.history` with the other defaults)."""
+    controls training renders with (None: `cfg.template` and `cfg.history` with the other defaults);
+    `label` names the progress bar and the log lines."""
     done = _load_cache(cfg.cache)
     todo = [s for s in samples if s.id not in done]
     if done:
-        logger.info("difficulty filter: %d prompts already scored in %s", len(samples) - len(todo), cfg.cache)
+        logger.info("%s: %d prompts already scored in %s", label, len(samples) - len(todo), cfg.cache)
     # seeds depend on the sample, not its position, so a resumed run draws the same rollouts
     seeds = [(cfg.seed * 1_000_003 + zlib.crc32(s.id.encode())) % 2**31 for s in todo]
+    clock = [time.process_time(), time.perf_counter()]
     with open(cfg.cache, "a", encoding="utf-8") if cfg.cache else contextlib.nullcontext() as cache_f:
 
         def keep(idx: range, rewards: list[list[float]]) -> None:
+            # each prompt's share of its chunk's cost, so whoever reuses the cache can account for it
+            cpu, wall = time.process_time(), time.perf_counter()
+            cost = {"cpu_s": round((cpu - clock[0]) / max(1, len(idx)), 4),
+                    "wall_s": round((wall - clock[1]) / max(1, len(idx)), 4)}
+            clock[:] = [cpu, wall]
             for i, r in zip(idx, rewards):
                 done[todo[i].id] = r
                 if cache_f:
-                    cache_f.write(json.dumps({"sample_id": todo[i].id, "rewards": r}) + "\n")
+                    cache_f.write(json.dumps({"sample_id": todo[i].id, "rewards": r, **cost}) + "\n")
             if cache_f:
                 cache_f.flush()
 
@@ -146,17 +174,18 @@ def policy_rewards(
             backend, todo, controls, cfg.k,
             Sampling(cfg.temperature, cfg.max_new_tokens, cfg.batch_size),
             seeds=seeds, require_format=cfg.require_format, on_chunk=keep,
-            progress="difficulty" if cfg.progress else None,
+            progress=label if cfg.progress else None,
         )
     return done
 
 
 def difficulty_filter(
-    samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig, prompt: PromptControls | None = None
+    samples: Sequence[Sample], backend: Any, cfg: DifficultyConfig, prompt: PromptControls | None = None,
+    label: str = "difficulty",
 ) -> tuple[list[Sample], list[dict[str, Any]], dict[str, Any]]:
     """(kept, rejected records with reason and success rate, stats); every sample lands in one of the two.
-    `prompt` as in `policy_rewards`."""
-    rewards = policy_rewards(samples, backend, cfg, prompt)
+    `prompt` and `label` as in `policy_rewards`."""
+    rewards = policy_rewards(samples, backend, cfg, prompt, label)
     kept: list[Sample] = []
     rejected: list[dict[str, Any]] = []
     reasons: Counter = Counter()

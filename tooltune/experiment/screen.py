@@ -11,10 +11,12 @@ most training prompts are such prompts. The screen measures it before paying for
   aside; GRPO trains on the mixed ones (DIR/screen/grpo_train.jsonl).
 
 Every prompt is accounted for: kept, or written with its success rate and reason to
-DIR/screen/rejected.jsonl. Rewards are cached per prompt (DIR/screen/rewards.jsonl), so a killed stage
-resumes. A branch (`--branch-from`) screens again: the screen reads GRPO's settings. The stage's CPU and
-wall time count as GRPO's cost in the equal-compute comparison (continued SFT gets them too). Off, the
-stage records that GRPO trains on every training prompt.
+DIR/screen/rejected.jsonl. Rewards are cached per prompt (DIR/screen/rewards.jsonl), each with the CPU
+and wall time its answers took, so a killed stage resumes. A branch (`--branch-from`) screens again (the
+screen reads GRPO's settings) unless its cache is seeded from a run whose recorded `settings` are equal
+(bench/grpo_sweep.py does so between arms). The stage's CPU and wall time, cached answers included at
+what they cost where they were made, count as GRPO's cost in the equal-compute comparison (continued SFT
+gets them too). Off, the stage records that GRPO trains on every training prompt.
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from dataclasses import asdict, fields
 from typing import Any
 
 from tooltune.config import ConfigError
-from tooltune.data.recipes import DifficultyConfig, difficulty_filter
+from tooltune.data.recipes import DifficultyConfig, cached_cost, difficulty_filter
 from tooltune.experiment.measure import load, run_device
 from tooltune.experiment.memory import PeakMemory
 from tooltune.experiment.run_folder import RunFolder
 from tooltune.generation import HFBackend
+from tooltune.prompts import PromptControls
 from tooltune.schema import write_jsonl
 
 
@@ -38,20 +42,18 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
     train = p.splits()["train"]
     if not p.cfg.screen.enabled:
         return {"enabled": False, "in": len(train), "kept": len(train), "cpu_s": 0.0, "wall_s": 0.0}
-    sc, t = p.cfg.screen, p.cfg.train
-    cfg = DifficultyConfig(
-        k=sc.k or t.grpo.num_generations, temperature=t.grpo.temperature,
-        max_new_tokens=t.grpo.max_completion_length, template=t.data.template, history=t.data.history,
-        batch_size=sc.batch_size, seed=p.cfg.seed, require_format=True,
-        cache=str(p.out / "screen" / "rewards.jsonl"),
-    ).validate()
+    cfg = screen_config(p)
     (p.out / "screen").mkdir(exist_ok=True)
+    # answers already in the cache (a resumed stage, or a cache seeded from an arm with equal settings)
+    # cost what they cost where they were made: the screen's cost counts them
+    before = cached_cost(cfg.cache, [s.id for s in train])
     wall, cpu = time.perf_counter(), time.process_time()
     with PeakMemory() as memory:
         model, tok = load(p.model_dir("sft"), run_device(p.cfg))
         model.eval()
-        backend = HFBackend(model=model, tokenizer=tok, batch_size=sc.batch_size, name="screen")
-        kept, rejected, stats = difficulty_filter(train, backend, cfg, prompt=t.data)
+        backend = HFBackend(model=model, tokenizer=tok, batch_size=cfg.batch_size, name="screen")
+        kept, rejected, stats = difficulty_filter(train, backend, cfg, prompt=p.cfg.train.data,
+                                                  label="screen")
     if not kept:
         raise ConfigError(f"screen.enabled: the warm start solved all or none of the {cfg.k} answers for "
                           f"every one of the {len(train)} training prompts, so GRPO would get no prompt with "
@@ -68,9 +70,33 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
         "all_wrong": stats["rejected"].get("never_solved", 0), "mixed": len(kept),
         "successes": {str(i): successes.get(i, 0) for i in range(cfg.k + 1)},
         "mean_success_rate": stats["mean_success_rate"],
-        "cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
-        "peak_rss_mb": memory.peak_mb,
+        "cpu_s": time.process_time() - cpu + before["cpu_s"],
+        "wall_s": time.perf_counter() - wall + before["wall_s"],
+        "cached_answers": before["n"], "cached_without_cost": before["without_cost"],
+        "settings": screen_settings(p), "peak_rss_mb": memory.peak_mb,
     }
+
+
+def screen_config(p: RunFolder) -> DifficultyConfig:
+    """The screen's options: `screen.k` answers (0: GRPO's group size) at GRPO's temperature and
+    completion budget, the training prompt controls, the run's seed, the cache in DIR/screen."""
+    sc, t = p.cfg.screen, p.cfg.train
+    return DifficultyConfig(
+        k=sc.k or t.grpo.num_generations, temperature=t.grpo.temperature,
+        max_new_tokens=t.grpo.max_completion_length, template=t.data.template, history=t.data.history,
+        batch_size=sc.batch_size, seed=p.cfg.seed, require_format=True,
+        cache=str(p.out / "screen" / "rewards.jsonl"),
+    ).validate()
+
+
+def screen_settings(p: RunFolder) -> dict[str, Any]:
+    """Everything the screen's answers depend on besides the warm start: two runs branched from one source
+    with equal settings draw the same answers, so one's DIR/screen/rewards.jsonl can seed the other's."""
+    cfg = asdict(screen_config(p))
+    for key in ("cache", "progress"):
+        cfg.pop(key)
+    data = p.cfg.train.data
+    return {**cfg, "prompt": {f.name: getattr(data, f.name) for f in fields(PromptControls)}}
 
 
 def screen_headline(res: dict[str, Any]) -> str:
