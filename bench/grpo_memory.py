@@ -42,9 +42,9 @@ PHASES = ("rollout", "update", "optimizer", "validation")
 
 
 class PhaseRecorder:
-    """Each call of a wrapped method as (phase, start s, seconds, peak MB); nested phases are recorded on
-    their own and their time is not taken from the enclosing one (the update's `training_step` holds the
-    rollout: both are listed, and `own_peak` says which phase set each peak)."""
+    """Each call of a wrapped method as (phase, start s, seconds, peak MB), and resident memory sampled every
+    `interval` seconds for the timeline. A nested phase is recorded on its own and also counts in the call
+    around it (the update's `training_step` holds the rollout; `phase_table` tells such updates apart)."""
 
     def __init__(self, interval: float) -> None:
         self.t0 = time.perf_counter()

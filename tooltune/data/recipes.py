@@ -104,15 +104,16 @@ class DifficultyConfig:
         return self
 
 
-def _load_cache(path: str | None) -> dict[str, list[float]]:
+def _read_cache(path: str | None) -> dict[str, dict[str, Any]]:
+    """The cache's records by sample id, rewards parsed to floats; the last record of an id wins."""
     if not path or not os.path.isfile(path):
         return {}
-    out: dict[str, list[float]] = {}
+    out: dict[str, dict[str, Any]] = {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             try:
                 rec = json.loads(line)
-                out[str(rec["sample_id"])] = [float(x) for x in rec["rewards"]]
+                out[str(rec["sample_id"])] = {**rec, "rewards": [float(x) for x in rec["rewards"]]}
             except (ValueError, KeyError, TypeError):
                 continue  # a line cut by a crash: that prompt is simply redone
     return out
@@ -121,17 +122,9 @@ def _load_cache(path: str | None) -> dict[str, list[float]]:
 def cached_cost(path: str | None, ids: Sequence[str]) -> dict[str, float]:
     """What the answers cached in `path` for `ids` cost where they were made: {"cpu_s", "wall_s", "n",
     "without_cost"} (records written before costs were recorded count in "without_cost")."""
-    wanted, found = set(ids), {}
-    if path and os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                    if str(rec["sample_id"]) in wanted:
-                        found[str(rec["sample_id"])] = rec  # the last record wins, as in `_load_cache`
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    continue
-    costed = [r for r in found.values()
+    records = _read_cache(path)
+    found = [records[i] for i in set(ids) if i in records]
+    costed = [r for r in found
               if isinstance(r.get("cpu_s"), (int, float)) and isinstance(r.get("wall_s"), (int, float))]
     return {"cpu_s": sum(r["cpu_s"] for r in costed), "wall_s": sum(r["wall_s"] for r in costed),
             "n": len(found), "without_cost": len(found) - len(costed)}
@@ -144,21 +137,22 @@ def policy_rewards(
     """k binary rewards per sample from `backend` (resuming from `cfg.cache`); `prompt`: the prompt
     controls training renders with (None: `cfg.template` and `cfg.history` with the other defaults);
     `label` names the progress bar and the log lines."""
-    done = _load_cache(cfg.cache)
+    done = {sid: rec["rewards"] for sid, rec in _read_cache(cfg.cache).items()}
     todo = [s for s in samples if s.id not in done]
     if done:
         logger.info("%s: %d prompts already scored in %s", label, len(samples) - len(todo), cfg.cache)
     # seeds depend on the sample, not its position, so a resumed run draws the same rollouts
     seeds = [(cfg.seed * 1_000_003 + zlib.crc32(s.id.encode())) % 2**31 for s in todo]
-    clock = [time.process_time(), time.perf_counter()]
+    last_cpu, last_wall = time.process_time(), time.perf_counter()
     with open(cfg.cache, "a", encoding="utf-8") if cfg.cache else contextlib.nullcontext() as cache_f:
 
         def keep(idx: range, rewards: list[list[float]]) -> None:
             # each prompt's share of its chunk's cost, so whoever reuses the cache can account for it
+            nonlocal last_cpu, last_wall
             cpu, wall = time.process_time(), time.perf_counter()
-            cost = {"cpu_s": round((cpu - clock[0]) / max(1, len(idx)), 4),
-                    "wall_s": round((wall - clock[1]) / max(1, len(idx)), 4)}
-            clock[:] = [cpu, wall]
+            cost = {"cpu_s": round((cpu - last_cpu) / max(1, len(idx)), 4),
+                    "wall_s": round((wall - last_wall) / max(1, len(idx)), 4)}
+            last_cpu, last_wall = cpu, wall
             for i, r in zip(idx, rewards):
                 done[todo[i].id] = r
                 if cache_f:
