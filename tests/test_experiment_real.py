@@ -25,9 +25,14 @@ def test_the_recipe_keeps_the_sizes_that_can_show_an_effect() -> None:
     assert (c.profile, c.model, c.clock) == ("real", "models/smollm2-135m-instruct", "cpu")
     assert c.real_data.source == "toolrl" and c.real_data.min_train == 300
     g = c.train.grpo
-    assert (g.max_steps, g.prompts_per_step, g.num_generations) == (30, 4, 8)
+    assert (g.prompts_per_step, g.num_generations) == (4, 8)
     assert c.train.reward.components == {"binary": 1.0} and c.train.data.template == "tool_n1"
-    assert (g.learning_rate, g.temperature) == (1e-6, 0.7)  # Tool-N1's
+    assert g.temperature == 0.7  # Tool-N1's
+    # measured on the real model (docs/BENCHMARKS.md): 8 steps at lr 1e-5 on the prompts the warm start
+    # solves sometimes (screen at k 4), equal-reward groups dropped, m 4 of 8 rollouts kept
+    assert (g.max_steps, g.learning_rate, c.screen.enabled, c.screen.k) == (8, 1e-5, True, 4)
+    d = c.train.downsample
+    assert (d.enabled, d.m, d.drop_zero_variance) == (True, 4, True)
     b = c.benchmarks
     assert set(b.suites) == {"bfcl", "apibank", "acebench"}
     assert b.suites["bfcl"] == "non_live,live" and b.suites["apibank"] == "level-1,level-2"

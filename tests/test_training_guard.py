@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_training_grpo import make_config, make_rows
 
-from tooltune.training.guard import DivergenceGuard
+from tooltune.training.guard import DivergenceGuard, replay
 
 
 def _feed(guard: DivergenceGuard, records: list[dict[str, float]]) -> tuple[int, str] | None:
@@ -80,6 +81,9 @@ def test_a_collapsing_run_stops_early_with_its_reason(tiny_model_dir: Path, tmp_
     # mean 0.125, steps 9-16 at 0 -> stop at 16
     assert summary["grpo"]["steps"] == 16 and reward.calls == 16
     assert "reward collapsed at step 16" in summary["grpo"]["stopped_early"]
+    # resumed, the stop stands: the guard replayed over the logged steps stops at the same step
+    assert train(cfg, resume=True, reward_funcs=[CollapsingReward()], train_rows=make_rows(8)) == run
+    assert json.loads((run / "summary.json").read_text())["grpo"]["steps"] == 16
     off = make_config(tiny_model_dir, tmp_path / "off",
                       **{"grpo.max_steps": 8, "grpo.stop_on_divergence": False})
     run = train(off, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))
@@ -96,3 +100,37 @@ def test_steps_that_trained_no_token_do_not_read_as_an_entropy_collapse() -> Non
     flat = {"reward": 0.5, "entropy": 0.001, "tooltune/tokens_trained": 640.0}
     got = _feed(DivergenceGuard(window=3), [flat, empty, flat, flat])
     assert got is not None and "token entropy collapsed" in got[1]
+
+
+def test_replay_judges_the_logged_steps_with_the_current_rules() -> None:
+    rewards = [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]
+    records = [{"stage": "grpo", "step": 0, "tooltune/heldout_exact_match": 0.2}]  # no loss, no reward
+    records += [{"stage": "grpo", "step": i, "loss": 0.1, "reward": r} for i, r in enumerate(rewards, 1)]
+    assert replay(records, prompts_per_step=32) is not None  # windows of 3 steps: 0.0 < 0.25 x 0.5
+    assert replay(records, prompts_per_step=4) is None  # windows of 8 steps: too few steps to judge
+    # a resume logged steps 4-6 again: the last record of a step counts
+    again = records + [{"stage": "grpo", "step": i, "loss": 0.1, "reward": 0.5} for i in (4, 5, 6)]
+    assert replay(again, prompts_per_step=32) is None
+    assert replay([{"step": 1, "loss": float("nan")}], prompts_per_step=4) is not None
+
+
+def test_a_stop_the_guard_no_longer_makes_resumes_the_run(
+        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tooltune.training.runner import train
+
+    real_check = DivergenceGuard.check
+
+    def old_rule(self: DivergenceGuard, step: int, logs: dict[str, Any]) -> str | None:
+        real_check(self, step, logs)
+        return "diverged: token entropy collapsed at step 3 (an older rule)" if step == 3 else None
+
+    cfg = make_config(tiny_model_dir, tmp_path / "run", **{"grpo.max_steps": 5, "run.save_steps": 2})
+    monkeypatch.setattr(DivergenceGuard, "check", old_rule)
+    run = train(cfg, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["grpo"]["steps"] == 3 and "an older rule" in summary["grpo"]["stopped_early"]
+    monkeypatch.setattr(DivergenceGuard, "check", real_check)
+    train(cfg, resume=True, reward_funcs=[CollapsingReward()], train_rows=make_rows(8))
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["grpo"]["steps"] == 5 and summary["grpo"]["stopped_early"] is None
+    assert summary["grpo"]["resumed_from"].endswith("checkpoint-2")

@@ -57,24 +57,33 @@ def _scores(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> dict[
     return out
 
 
+def compare_checkpoints(config: dict[str, Any], after: dict[str, Any], before: dict[str, Any]
+                        ) -> list[dict[str, Any]]:
+    """Paired differences `after` − `before` of two checkpoints' evaluation results (an `eval_*` stage's
+    result: its benchmarks and unseen-tools split) on the entries both scored: one row per benchmark the
+    two share (its headline keys, `uncertainty.paired_differences`) and one for the unseen-tools split
+    (`stats.paired` over its per-sample hits), each {benchmark, units, scores: key -> {delta, se, z}}."""
+    rows = []
+    for bench, rb in after["benchmarks"].items():
+        if bench not in before["benchmarks"]:
+            continue
+        diff = paired_differences(BENCHMARKS[bench], read_verdicts(before["benchmarks"][bench]["run"]),
+                                  read_verdicts(rb["run"]))
+        keys = _keys(config, bench, rb["scores"], categories=False)
+        rows.append({"benchmark": bench, "units": diff["units"],
+                     "scores": {k: diff["scores"][k] for k in keys if k in diff["scores"]}})
+    unseen = paired(after["unseen_tools"]["hits"], before["unseen_tools"]["hits"])
+    rows.append({"benchmark": "unseen_tools", "units": len(after["unseen_tools"]["hits"]),
+                 "scores": {"accuracy": {"delta": unseen["diff"], "se": unseen["se"], "z": unseen["z"]}}})
+    return rows
+
+
 def _paired(config: dict[str, Any], results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for b, a, what in COMPARISONS:
         sb, sa = results.get(CHECKPOINT_STAGES[b]), results.get(CHECKPOINT_STAGES[a])
-        if sb is None or sa is None:
-            continue
-        for bench, rb in sb["benchmarks"].items():
-            if bench not in sa["benchmarks"]:
-                continue
-            diff = paired_differences(BENCHMARKS[bench], read_verdicts(sa["benchmarks"][bench]["run"]),
-                                      read_verdicts(rb["run"]))
-            keys = _keys(config, bench, rb["scores"], categories=False)
-            rows.append({"b": b, "a": a, "what": what, "benchmark": bench, "units": diff["units"],
-                         "scores": {k: diff["scores"][k] for k in keys if k in diff["scores"]}})
-        unseen = paired(sb["unseen_tools"]["hits"], sa["unseen_tools"]["hits"])
-        rows.append({"b": b, "a": a, "what": what, "benchmark": "unseen_tools",
-                     "units": len(sb["unseen_tools"]["hits"]),
-                     "scores": {"accuracy": {"delta": unseen["diff"], "se": unseen["se"], "z": unseen["z"]}}})
+        if sb is not None and sa is not None:
+            rows += [{"b": b, "a": a, "what": what, **row} for row in compare_checkpoints(config, sb, sa)]
     return rows
 
 

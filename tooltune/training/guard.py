@@ -19,12 +19,17 @@ first of these, recording the reason in `trainer.tooltune.stop_reason` (the run'
   as equal-reward groups are dropped) logs the entropy of no token as 0 and is left out of the window.
 
 The thresholds are deliberately loose: they catch a run that broke, not one that is merely noisy.
+
+A resumed run whose GRPO stage the guard stopped is judged again (`replay`, over the steps the run
+logged): a stop the guard no longer makes (a rule fixed since the run was stopped) resumes from the
+last checkpoint instead of ending as "finished".
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,3 +93,14 @@ class DivergenceGuard(TrainerCallback):
         if self.trainer is not None:
             self.trainer.tooltune.stop_reason = reason
         logger.warning("%s; training stopped", reason)
+
+
+def replay(records: Iterable[Mapping[str, Any]], prompts_per_step: int) -> str | None:
+    """The reason the guard gives on a run's logged GRPO steps (metrics-file records; where a resume
+    logged a step twice, its last record counts), or None when it would not stop the run."""
+    steps: dict[int, Mapping[str, Any]] = {}
+    for rec in records:
+        if isinstance(rec.get("step"), int) and ("loss" in rec or "reward" in rec):
+            steps[rec["step"]] = rec
+    guard = DivergenceGuard(prompts_per_step=prompts_per_step)
+    return next((r for r in (guard.check(step, dict(steps[step])) for step in sorted(steps)) if r), None)

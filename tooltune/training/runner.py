@@ -35,10 +35,11 @@ from tooltune.rundir import RunLock, check_identity, check_inputs, write_identit
 from tooltune.training import lora
 from tooltune.training.config import ConfigError, TrainConfig, dump_config
 from tooltune.training.data import config_sft_rows, load_samples
-from tooltune.training.diagnostics import MetricsLogger, truncate_metrics
+from tooltune.training.diagnostics import MetricsLogger, read_metrics, truncate_metrics
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import STATE_FILE
 from tooltune.training.grpo_stage import GrpoStage, build_reward_funcs
+from tooltune.training.guard import replay
 from tooltune.training.resolved_run import ResolvedRun, Rows, resolve_config
 from tooltune.training.resume import last_complete_checkpoint as resume_checkpoint
 from tooltune.training.resume import run_inputs
@@ -110,8 +111,11 @@ def _train(run: ResolvedRun, resume: bool, reward_funcs: list[Any] | None) -> Pa
     t_start = time.perf_counter()
     cfg, run_dir = run.config, run.run_dir
     if resume and _finished(cfg, run_dir):
-        logger.warning("%s: this run has finished; nothing to resume", run_dir)
-        return run_dir
+        overruled = _guard_overruled(cfg, run_dir)
+        if overruled is None:
+            logger.warning("%s: this run has finished; nothing to resume", run_dir)
+            return run_dir
+        logger.warning("%s", overruled)
     run_dir.mkdir(parents=True, exist_ok=True)
     if _is_main():  # only the main process writes run files: its run.json comes first
         dump_config(cfg, run_dir / "config.yaml")
@@ -143,6 +147,24 @@ def _finished(cfg: TrainConfig, run_dir: Path) -> bool:
         return "seconds" in json.loads(summary.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError):
         return False
+
+
+def _guard_overruled(cfg: TrainConfig, run_dir: Path) -> str | None:
+    """Why a finished run resumes after all: the divergence guard stopped its GRPO stage, and the guard,
+    replayed over the steps the run logged (`guard.replay`), no longer stops it; None otherwise."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    stop = (summary.get("grpo") or {}).get("stopped_early") if isinstance(summary, dict) else None
+    if not (cfg.grpo.enabled and cfg.grpo.stop_on_divergence and isinstance(stop, str)
+            and stop.startswith("diverged")):
+        return None
+    g = cfg.grpo
+    if replay(read_metrics(run_dir / "metrics.jsonl", "grpo"), g.prompts_per_update or g.prompts_per_step):
+        return None
+    return (f"{run_dir}: the divergence guard stopped this run ({stop}) but no longer stops it on the "
+            "steps the run logged; resuming GRPO from its last checkpoint")
 
 
 def _is_main() -> bool:
