@@ -276,6 +276,20 @@ def test_backend_config_builds_a_local_model(tiny_model_dir) -> None:
     assert [s for s, _ in pairs] == [0, 1] and pairs[0][1] is pairs[1][1]  # one model for every seed
 
 
+def test_hf_backend_prefill_setting_gives_the_same_text(tiny_model_dir) -> None:
+    reqs = [GenerationRequest(MSG, max_new_tokens=6),
+            GenerationRequest([{"role": "user", "content": "a much longer prompt, so the batch is padded"}],
+                              max_new_tokens=6)]
+    texts = {}
+    for setting in ("batch", "each", "auto"):
+        backend = BackendConfig(model=str(tiny_model_dir), device="cpu", prefill=setting).build()
+        assert backend.prefill == setting
+        texts[setting] = backend.generate(reqs)
+    assert texts["batch"] == texts["each"] == texts["auto"]
+    with pytest.raises(ValueError, match="prefill must be one of"):
+        HFBackend(str(tiny_model_dir), prefill="padded")
+
+
 WEATHER = {"name": "get_weather", "description": "Weather for a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 

@@ -25,6 +25,7 @@ from tooltune.generation.base import (
 )
 from tooltune.generation.endpoint import OpenAIBackend, hermes_text, openai_messages
 from tooltune.generation.predictions import read_predictions
+from tooltune.generation.prefill import PREFILL
 from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, StopCheck, sample
 from tooltune.models.loading import load_model_and_tokenizer
 from tooltune.prompts import encode_chat, render_answer
@@ -54,7 +55,8 @@ class HFBackend:
     only what was appended since the previous one. Size it to hold a batch's conversations whole (the
     default, 65,536 tokens, holds 16 episodes of 4,096): an evicted episode is prefilled again in full,
     which costs more than keeping no cache. The cache assumes fixed weights (`prefix_cache.clear()`
-    after the model changes).
+    after the model changes). `prefill` ("auto" | "batch" | "each") is how a batch's distinct prompts are
+    prefilled (`tooltune.generation.prefill`: "auto" runs them one at a time on the CPU).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class HFBackend:
         name: str | None = None,
         rollout_path: str = "auto",
         prefix_cache_tokens: int = 65536,
+        prefill: str = "auto",
     ) -> None:
         if model is None or tokenizer is None:
             if model_path is None:
@@ -82,7 +85,9 @@ class HFBackend:
         if rollout_path not in PATHS:
             raise ValueError(f"rollout_path must be one of {PATHS}, got {rollout_path!r}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.rollout_path = rollout_path
+        if prefill not in PREFILL:
+            raise ValueError(f"prefill must be one of {PREFILL}, got {prefill!r}")
+        self.rollout_path, self.prefill = rollout_path, prefill
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.name = name or f"hf:{model_path or getattr(model, 'name_or_path', 'model')}"
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
@@ -165,7 +170,7 @@ class HFBackend:
                 prompts = [self.prompt_ids(requests[i]) for i in chunk]
                 self._check_length(max(map(len, prompts)) + max_new)
                 got = sample(self.model, prompts, n, sampling, pad_id=self.tokenizer.pad_token_id,
-                             stop_ids=self._stop_ids, path=self.rollout_path,
+                             stop_ids=self._stop_ids, path=self.rollout_path, prefill=self.prefill,
                              stop=self._stop_check([requests[i].stop_when for i in chunk], n))
                 for j, i in enumerate(chunk):
                     out[i] = [self._decode(ids) for ids in got.ids[j * n : (j + 1) * n]]
@@ -215,7 +220,7 @@ class HFBackend:
         for start in range(0, len(contexts), self.batch_size):
             got = sample(self.model, contexts[start : start + self.batch_size], 1, Sampling(max_new_tokens),
                          pad_id=self.tokenizer.pad_token_id, stop_ids=stop, path=self.rollout_path,
-                         prefix_cache=self.prefix_cache)
+                         prefix_cache=self.prefix_cache, prefill=self.prefill)
             out.extend(got.ids)
         return out, None
 

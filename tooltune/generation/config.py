@@ -58,6 +58,13 @@ class BackendConfig:
         ("auto", "float32", "bfloat16", "float16"),
     )
     batch_size: int = option(8, "Prompts per generate call of the local model.", min=1)
+    prefill: str = option(
+        "auto",
+        "How the local model prefills a call's prompts: one padded batch, or each prompt alone; auto = each "
+        "alone on the CPU when their lengths differ (no attention mask: faster there, less memory), the "
+        "padded batch on an accelerator.",
+        ("auto", "batch", "each"),
+    )
     api_key_env: str = option(
         "OPENAI_API_KEY", "Environment variable holding the endpoint's API key (unset = no key sent)."
     )
@@ -142,7 +149,7 @@ class BackendConfig:
             return _replay(files[0], self.prediction_duplicates)
         if kind == "model":
             return HFBackend(self.model, batch_size=self.batch_size, device=self._device(),
-                             dtype=self.dtype)
+                             dtype=self.dtype, prefill=self.prefill)
         return OpenAIBackend(self.endpoint, self.model_name, concurrency=self.concurrency,
                              retries=self.retries, timeout=self.timeout,
                              api_key=os.environ.get(self.api_key_env) if self.api_key_env else None)

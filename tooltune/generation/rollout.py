@@ -4,7 +4,8 @@ The ``group_prefill`` path:
 
 1. identical prompts of the call are computed once (TRL passes each prompt n times in a row);
 2. the distinct prompts are prefilled in one left-padded batch (attention mask, position ids counted
-   from the mask), keeping only the last position's logits;
+   from the mask), or on the CPU one at a time into the same layout (`tooltune.generation.prefill`: no
+   mask, so torch's fused attention instead of its math path), keeping only the last position's logits;
 3. where a prompt has several rows, its keys and values are kept once for the group and each row gets a
    buffer sized for max_new_tokens for its own keys; the decode steps attend through
    `cascade_attention` (the group's prompt read once for all its rows and query heads, the rows' own
@@ -55,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from tooltune.config import check_values, option
 from tooltune.generation import cascade_attention
+from tooltune.generation.prefill import keep_last, one_at_a_time, prefill_each
 from tooltune.generation.rollout_cache import PrefixCache, slot_cache_class
 
 if TYPE_CHECKING:
@@ -154,12 +156,16 @@ def sample(
     path: str = "auto",
     prefix_cache: PrefixCache | None = None,
     stop: StopCheck | None = None,
+    prefill: str = "auto",
 ) -> Rollouts:
     """n completions of each prompt (token ids), rows returned prompt-major. `stop_ids` end a row (the
     stop token is kept); `pad_id` fills finished rows. `path` forces a path (`choose_path`); `prefix_cache`
     (group-prefill path only) reuses and stores the keys of earlier sequences. `stop(row, tokens)` (row in
     the returned order) is asked after each token of an unfinished row and ends it when true, the tokens
-    so far kept (group-prefill path only: ``generate`` runs every row to a stop token or the budget)."""
+    so far kept (group-prefill path only: ``generate`` runs every row to a stop token or the budget).
+    `prefill` ("auto" | "batch" | "each", group-prefill path) runs the distinct prompts as one padded
+    batch or one at a time (`tooltune.generation.prefill`; "auto": one at a time on the CPU when their
+    lengths differ and no prefix is reused)."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     empty = [i for i, p in enumerate(prompts) if len(p) == 0]
@@ -183,7 +189,7 @@ def sample(
             else:
                 with _grouped_kv_heads_on_cpu(_device(model)):
                     ids, logps = _group_prefill(model, prompts, n, sampling, pad_id, stop_ids, prefix_cache,
-                                                stop)
+                                                stop, prefill)
     finally:
         if was_training:
             model.train()
@@ -203,6 +209,7 @@ def _group_prefill(
     stop_ids: Collection[int],
     prefix_cache: PrefixCache | None,
     stop: StopCheck | None = None,
+    prefill: str = "auto",
 ) -> tuple[list[list[int]], list[list[float]]]:
     import torch  # deferred: torch is heavy
 
@@ -218,7 +225,7 @@ def _group_prefill(
         log_once("rollouts: decode attention " + ("reads each group's prompt keys once (cascade)"
                  if problem is None else f"on per-row copies of the prompt keys: {problem}"))
     room = 0 if problem is None else sampling.max_new_tokens  # the group's rows get their own buffers
-    cache, mask, positions, logits = _prefill(model, order, room, pad_id, prefix_cache)
+    cache, mask, positions, logits = _prefill(model, order, room, pad_id, prefix_cache, prefill)
     if copies:
         if problem is None:
             cache = cascade_attention.group_cache_class().from_prompts(cache, mask, sources,
@@ -277,6 +284,7 @@ def _prefill(
     max_new: int,
     pad_id: int,
     prefix_cache: PrefixCache | None,
+    prefill: str = "auto",
 ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
     """A `SlotCache` of the distinct prompts with room for `max_new` more tokens, their column mask,
     their next positions (real tokens so far) and the last position's logits.
@@ -295,6 +303,12 @@ def _prefill(
     held = max(k for k, _ in reused)
     fresh = max(len(p) - k for p, (k, _) in zip(prompts, reused, strict=True))
     mask = torch.zeros(len(prompts), held + fresh, dtype=torch.long, device=device)
+    next_pos = torch.tensor([len(p) for p in prompts], device=device)
+    if not held and one_at_a_time(prefill, device, prompts):
+        for i, p in enumerate(prompts):
+            mask[i, fresh - len(p) :] = 1
+        cache, logits = prefill_each(model, prompts, max_new)
+        return cache, mask, next_pos, logits
     ids = torch.full((len(prompts), fresh), pad_id, dtype=torch.long, device=device)
     pos = torch.ones(len(prompts), fresh, dtype=torch.long, device=device)
     prefixes = None
@@ -315,15 +329,8 @@ def _prefill(
     layers = model.config.get_text_config(decoder=True).num_hidden_layers
     cache = slot_cache_class().allocate(held + fresh + max_new, prefixes, layers)
     out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True,
-                **_keep_last(model))
-    next_pos = torch.tensor([len(p) for p in prompts], device=device)
+                **keep_last(model))
     return cache, mask, next_pos, out.logits[:, -1].float()
-
-
-def _keep_last(model: Any) -> dict[str, int]:
-    """``logits_to_keep=1`` where the model's forward takes it."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(base.forward).parameters else {}
 
 
 def _decode(
@@ -356,7 +363,7 @@ def _decode(
     logps = torch.zeros(total, sampling.max_new_tokens, device=device)
     rows = torch.arange(total, device=device)  # the output row of each row of the loop
     done = torch.zeros(total, dtype=torch.bool, device=device)
-    width, keep, steps = cache.get_seq_length(), _keep_last(model), 0
+    width, keep, steps = cache.get_seq_length(), keep_last(model), 0
     ends = [sampling.max_new_tokens] * total
     for step in range(sampling.max_new_tokens):
         token, logp = _pick(logits, sampling, generator)

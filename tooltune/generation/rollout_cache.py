@@ -29,7 +29,8 @@ def slot_cache_class() -> type:
     """`SlotCache`, a transformers `Cache` of `SlotLayer`s (built on first use: transformers is heavy).
 
     ``SlotCache.allocate(capacity, prefixes, num_layers)`` gives layers of `capacity` slots (the first
-    ones filled from `prefixes`, per layer (keys, values), when given);
+    ones filled from `prefixes`, per layer (keys, values), when given); ``SlotCache.filled(buffers,
+    length)`` layers over given buffers;
     ``cache.expanded(rows, capacity)`` a new cache whose row i is row ``rows[i]`` of this one (rows in runs
     of copies), ``cache.selected(rows)`` one of the given rows only."""
     from transformers.cache_utils import Cache, DynamicLayer  # deferred: transformers is heavy
@@ -100,6 +101,11 @@ def slot_cache_class() -> type:
             if prefixes is None:
                 return cls([SlotLayer(capacity) for _ in range(num_layers)])
             return cls([SlotLayer(capacity, prefix) for prefix in prefixes])
+
+        @classmethod
+        def filled(cls, buffers: list[tuple[torch.Tensor, torch.Tensor]], length: int) -> SlotCache:
+            """A cache over per-layer (keys, values) buffers whose first `length` slots are filled."""
+            return cls([SlotLayer(pair[0].shape[2], buffers=pair, length=length) for pair in buffers])
 
         def expanded(self, rows: Sequence[int], capacity: int) -> SlotCache:
             runs = _runs(rows)
