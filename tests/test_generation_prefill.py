@@ -40,7 +40,7 @@ def test_each_gives_the_padded_batch_layout_and_keys(model: torch.nn.Module) -> 
     with torch.inference_mode():
         batch, mask, _, batch_logits = rollout._prefill(model, prompts, 5, PAD, None, "batch")
         each, each_mask, _, each_logits = rollout._prefill(model, prompts, 5, PAD, None, "each")
-        cache, logits = prefill_each(model, prompts, 5)
+        cache, logits = prefill_each(model, prompts, 5, torch.device("cpu"))
     assert torch.equal(mask, each_mask)
     assert torch.allclose(logits, each_logits) and torch.allclose(batch_logits, each_logits, atol=1e-5)
     for lb, le in zip(batch.layers, each.layers, strict=True):

@@ -25,7 +25,7 @@ from tooltune.generation.base import (
 )
 from tooltune.generation.endpoint import OpenAIBackend, hermes_text, openai_messages
 from tooltune.generation.predictions import read_predictions
-from tooltune.generation.prefill import PREFILL
+from tooltune.generation.prefill import check_prefill
 from tooltune.generation.rollout import PATHS, PrefixCache, Sampling, StopCheck, sample
 from tooltune.models.loading import load_model_and_tokenizer
 from tooltune.prompts import encode_chat, render_answer
@@ -85,9 +85,7 @@ class HFBackend:
         if rollout_path not in PATHS:
             raise ValueError(f"rollout_path must be one of {PATHS}, got {rollout_path!r}")
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        if prefill not in PREFILL:
-            raise ValueError(f"prefill must be one of {PREFILL}, got {prefill!r}")
-        self.rollout_path, self.prefill = rollout_path, prefill
+        self.rollout_path, self.prefill = rollout_path, check_prefill(prefill)
         self.prefix_cache = PrefixCache(prefix_cache_tokens) if prefix_cache_tokens > 0 else None
         self.name = name or f"hf:{model_path or getattr(model, 'name_or_path', 'model')}"
         eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)

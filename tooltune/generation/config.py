@@ -25,6 +25,7 @@ from typing import Any
 from tooltune import config as config_mechanism
 from tooltune.config import ConfigError, option
 from tooltune.generation.backends import Backend, BackendError, HFBackend, OpenAIBackend, ReplayBackend
+from tooltune.generation.prefill import PREFILL
 
 SOURCES = ("model", "endpoint", "predictions")
 """The fields that choose the backend; exactly one is set."""
@@ -63,7 +64,7 @@ class BackendConfig:
         "How the local model prefills a call's prompts: one padded batch, or each prompt alone; auto = each "
         "alone on the CPU when their lengths differ (no attention mask: faster there, less memory), the "
         "padded batch on an accelerator.",
-        ("auto", "batch", "each"),
+        PREFILL,
     )
     api_key_env: str = option(
         "OPENAI_API_KEY", "Environment variable holding the endpoint's API key (unset = no key sent)."

@@ -29,24 +29,29 @@ def keep_last(model: Any) -> dict[str, int]:
     return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(base.forward).parameters else {}
 
 
+def check_prefill(setting: str) -> str:
+    """`setting` when it is one of `PREFILL`; ValueError naming the choices otherwise."""
+    if setting not in PREFILL:
+        raise ValueError(f"prefill must be one of {', '.join(PREFILL)}, got {setting!r}")
+    return setting
+
+
 def one_at_a_time(setting: str, device: torch.device, prompts: Sequence[Sequence[int]]) -> bool:
     """Whether `prompts` are prefilled one at a time under `setting` ("auto" | "batch" | "each"): "auto"
     does so on the CPU when they differ in length (a padded batch would need a mask)."""
-    if setting not in PREFILL:
-        raise ValueError(f"prefill must be one of {', '.join(PREFILL)}, got {setting!r}")
-    if setting != "auto":
+    if check_prefill(setting) != "auto":
         return setting == "each"
     return device.type == "cpu" and len({len(p) for p in prompts}) > 1
 
 
-def prefill_each(model: Any, prompts: Sequence[Sequence[int]], room: int) -> tuple[Any, torch.Tensor]:
-    """A `SlotCache` of `prompts`, each run alone (no padding, no mask), its keys right-aligned in buffers of
-    max(len) + `room` slots (the padded batch's layout; the padding slots hold zeros and stay masked), and
-    the last position's logits of each prompt, ``[rows, vocab]`` in float32."""
+def prefill_each(model: Any, prompts: Sequence[Sequence[int]], room: int, device: torch.device
+                 ) -> tuple[Any, torch.Tensor]:
+    """A `SlotCache` of `prompts`, each run alone on `device` (no padding, no mask), its keys right-aligned
+    in buffers of max(len) + `room` slots (the padded batch's layout; the padding slots hold zeros and stay
+    masked), and the last position's logits of each prompt, ``[rows, vocab]`` in float32."""
     import torch  # deferred: torch is heavy
 
-    device = next(model.parameters()).device
-    width = max(len(p) for p in prompts)
+    width, keep = max(len(p) for p in prompts), keep_last(model)
     layers = model.config.get_text_config(decoder=True).num_hidden_layers
     slot_cache = slot_cache_class()
     buffers: list[tuple[torch.Tensor, torch.Tensor]] = []
@@ -55,7 +60,7 @@ def prefill_each(model: Any, prompts: Sequence[Sequence[int]], room: int) -> tup
         one = slot_cache.allocate(len(p), None, layers)
         out = model(input_ids=torch.tensor([list(p)], device=device),
                     position_ids=torch.arange(len(p), device=device)[None], past_key_values=one,
-                    use_cache=True, **keep_last(model))
+                    use_cache=True, **keep)
         logits.append(out.logits[:, -1].float())
         if not buffers:  # shaped after the states the model computed (dtype, heads, head size)
             buffers = [tuple(t.new_zeros((len(prompts), t.shape[1], width + room, t.shape[3]))

@@ -307,7 +307,7 @@ def _prefill(
     if not held and one_at_a_time(prefill, device, prompts):
         for i, p in enumerate(prompts):
             mask[i, fresh - len(p) :] = 1
-        cache, logits = prefill_each(model, prompts, max_new)
+        cache, logits = prefill_each(model, prompts, max_new, device)
         return cache, mask, next_pos, logits
     ids = torch.full((len(prompts), fresh), pad_id, dtype=torch.long, device=device)
     pos = torch.ones(len(prompts), fresh, dtype=torch.long, device=device)
