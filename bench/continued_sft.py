@@ -10,7 +10,8 @@ smaller than what it has already trained, the first mark at or past the budget i
 one mark interval over: in the rival's favour). Saving is not training time.
 
 It writes models/sft_continued and stages/sft_continued.json as the stage does (the stage is then
-skipped), so `bench/eval_checkpoint.py RUN sft_continued` scores it and `bench/grpo_verdict.py` compares it.
+skipped), with its greedy validation on the samples of GRPO's curve, so
+`bench/eval_checkpoint.py RUN sft_continued` scores it and `bench/grpo_verdict.py` compares it.
 
     python bench/grpo_sweep.py --source runs/real42 --out runs/screen42 --arms ... &   # screen + GRPO
     python bench/continued_sft.py runs/screen42/screened_lr_1e-5                     # beside it
@@ -68,7 +69,7 @@ def main() -> None:
 
     from tooltune.experiment.compute import BudgetWatch
     from tooltune.experiment.config import load_config
-    from tooltune.experiment.measure import load, run_device
+    from tooltune.experiment.measure import backend, greedy, load, run_device
     from tooltune.experiment.memory import PeakMemory
     from tooltune.experiment.pipeline import Pipeline
     from tooltune.experiment.real import real_profile
@@ -137,6 +138,12 @@ def main() -> None:
         else:
             shutil.copytree(chosen["path"], dest)
         shutil.rmtree(marks_dir, ignore_errors=True)
+        # the chosen checkpoint, read back, on the validation samples of GRPO's curve (the stage's last point)
+        dg = cfg.train.diagnostics
+        val = p.splits()["val"][: min(dg.eval_samples, cfg.train.data.max_val_samples or dg.eval_samples)]
+        rival, _ = load(dest, device)
+        rival.eval()
+        accuracy = greedy(p, backend(p, rival, tok), val)["accuracy"]
     res = {
         "steps": chosen["step"] - start_step,
         "clock": clock,
@@ -147,7 +154,7 @@ def main() -> None:
         "screen_s": state["screen_s"],
         "over_budget_s": chosen["t"] - budget,
         "loss": chosen["loss"],
-        "curve": [],
+        "curve": [{"step": chosen["step"], "t": chosen["t"], "accuracy": accuracy, "n": len(val)}],
         "beside_grpo": {"marks_saved": len(marks), "mark_every_s": args.mark_every,
                         "trained_s": spent, "steps_trained": loop.step - start_step},
         "timing": {"wall_s": time.perf_counter() - wall0, "cpu_s": time.process_time() - cpu0,
@@ -155,7 +162,7 @@ def main() -> None:
     }
     p.stage_file("sft_continued").write_text(json.dumps(res, indent=1), encoding="utf-8")
     print(f"sft_continued: {res['steps']} steps, {res['train_s']:.0f} s of {clock} time against a budget of "
-          f"{budget:.0f} s ({res['budget_from']}) -> {dest}")
+          f"{budget:.0f} s ({res['budget_from']}), validation {accuracy:.1%} of {len(val)} -> {dest}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,10 @@ def test_a_budget_known_before_it_is_spent_stops_the_training_there(
     res = json.loads((run / "stages" / "sft_continued.json").read_text())
     assert res["budget_s"] == pytest.approx(0.02) and res["screen_s"] == pytest.approx(0.01)
     assert res["steps"] == 1 and res["train_s"] >= res["budget_s"] and res["beside_grpo"]["marks_saved"] == 0
+    point = res["curve"][-1]
+    warm_step = json.loads((run / "stages" / "sft.json").read_text())["chosen_step"]
+    assert point["step"] == warm_step + res["steps"]
+    assert point["n"] > 0 and 0.0 <= point["accuracy"] <= 1.0
     assert (run / "models" / "sft_continued" / "config.json").is_file()
     assert not (run / "sft_continued_marks").exists()
 
