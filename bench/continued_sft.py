@@ -13,8 +13,8 @@ It writes models/sft_continued and stages/sft_continued.json as the stage does (
 skipped), with its greedy validation on the samples of GRPO's curve, so
 `bench/eval_checkpoint.py RUN sft_continued` scores it and `bench/grpo_verdict.py` compares it.
 
-    python bench/grpo_sweep.py --source runs/real42 --out runs/screen42 --arms ... &   # screen + GRPO
-    python bench/continued_sft.py runs/screen42/screened_lr_1e-5                     # beside it
+    python bench/run_stages.py runs/real42 screen grpo &   # the preset's screen and GRPO
+    python bench/continued_sft.py runs/real42                # beside them, on the other core
 """
 
 from __future__ import annotations
@@ -33,15 +33,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def grpo_budget(p: Any) -> tuple[float, float] | None:
-    """(budget, screen's share) on the run's clock once its GRPO stage has finished, else None: the same
-    sum as the `sft_continued` stage's."""
-    from tooltune.experiment.compute import SCREEN_KEYS, TRAIN_KEYS
+    """(budget, the screen's share) once the run's GRPO stage has finished, else None: the
+    `sft_continued` stage's own budget (`stages.continued_sft_budget`)."""
+    from tooltune.experiment.stages import continued_sft_budget
 
-    if not p.done("grpo"):
-        return None
-    clock = p.cfg.clock
-    screen_s = p.result("screen")[SCREEN_KEYS[clock]] if p.done("screen") else 0.0
-    return p.result("grpo")[TRAIN_KEYS[clock]] + screen_s, screen_s
+    return continued_sft_budget(p) if p.done("grpo") else None
 
 
 def pick(marks: list[dict[str, Any]], budget: float) -> dict[str, Any] | None:
@@ -67,13 +63,13 @@ def main() -> None:
 
     import torch
 
-    from tooltune.experiment.compute import BudgetWatch
+    from tooltune.experiment.compute import BudgetWatch, now
     from tooltune.experiment.config import load_config
     from tooltune.experiment.measure import backend, greedy, load, run_device
     from tooltune.experiment.memory import PeakMemory
     from tooltune.experiment.pipeline import Pipeline
     from tooltune.experiment.real import real_profile
-    from tooltune.experiment.stages import sft_rows
+    from tooltune.experiment.stages import sft_rows, validation_samples
     from tooltune.training.sft import SFTLoop
 
     torch.set_num_threads(args.threads)
@@ -93,43 +89,40 @@ def main() -> None:
         loop = SFTLoop.from_config(tcfg, model, tok, sft_rows(tcfg, tok, p), device)
         loop.restore(p.model_dir("sft"))
         start_step, trained = loop.step, loop.train_seconds
-        watch = BudgetWatch(clock, math.inf)
+        watch = BudgetWatch(clock, math.inf if args.budget_s is None else args.budget_s)  # inf: not known yet
         marks: list[dict[str, Any]] = []
-        state: dict[str, Any] = {"next": args.first_mark, "budget": args.budget_s, "screen_s": None}
-        if args.budget_s is not None:
-            watch.budget = args.budget_s
+        state: dict[str, Any] = {"next": args.first_mark, "screen_s": None}
 
         def after_step(lp: SFTLoop) -> bool:
             spent = watch.spent
-            if state["budget"] is None:
+            if math.isinf(watch.budget):
                 known = grpo_budget(p)
                 if known is not None:
-                    state["budget"], state["screen_s"] = known
-                    watch.budget = known[0]  # the loop stops itself once it is spent
+                    watch.budget, state["screen_s"] = known  # the loop stops itself once it is spent
                     print(f"budget {known[0]:.0f} s ({clock}) known at {spent:.0f} s trained", flush=True)
                 elif spent >= args.max_s:
                     raise SystemExit(f"{args.run}: {spent:.0f} s trained and its grpo stage has not finished "
                                      f"(--max-s {args.max_s:.0f}); the marks are in {marks_dir}")
                 elif spent >= state["next"]:
-                    t = time.process_time() if clock == "cpu" else time.perf_counter()
+                    t = now(clock)
                     folder = marks_dir / f"{len(marks):03d}"
                     lp.model.save_pretrained(folder)
                     lp.tokenizer.save_pretrained(folder)
                     marks.append({"t": spent, "step": lp.step, "loss": lp.loss, "path": str(folder)})
-                    watch.excluded += (time.process_time() if clock == "cpu" else time.perf_counter()) - t
+                    watch.excluded += now(clock) - t
                     state["next"] = spent + args.mark_every
                     print(f"mark {len(marks)}: step {lp.step}, {spent:.0f} s trained, loss {lp.loss:.3f}",
                           flush=True)
                 elif (lp.step - start_step) % 10 == 0:  # no bar: the budget is not known yet
                     print(f"step {lp.step}: {spent:.0f} s trained, loss {lp.loss:.3f}; GRPO still running",
                           flush=True)
-            return state["budget"] is not None and spent >= state["budget"]
+            return spent >= watch.budget
 
         # a bar of the budget when it is given; lines every 10 steps and at each mark while it is not known
         loop.train(budget=watch, every=1, callback=after_step,
                    progress="continued SFT" if args.budget_s is not None else None)
-        budget, spent = state["budget"], watch.spent
-        chosen = pick(marks, budget) if marks and marks[-1]["t"] >= budget else None
+        budget, spent = watch.budget, watch.spent
+        chosen = pick(marks, budget)
         dest = p.model_dir("sft_continued")
         shutil.rmtree(dest, ignore_errors=True)
         if chosen is None:  # trained up to the budget (or past it by the step in which it became known)
@@ -139,8 +132,7 @@ def main() -> None:
             shutil.copytree(chosen["path"], dest)
         shutil.rmtree(marks_dir, ignore_errors=True)
         # the chosen checkpoint, read back, on the validation samples of GRPO's curve (the stage's last point)
-        dg = cfg.train.diagnostics
-        val = p.splits()["val"][: min(dg.eval_samples, cfg.train.data.max_val_samples or dg.eval_samples)]
+        val = validation_samples(p)
         rival, _ = load(dest, device)
         rival.eval()
         accuracy = greedy(p, backend(p, rival, tok), val)["accuracy"]

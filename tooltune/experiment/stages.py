@@ -21,6 +21,7 @@ from tooltune.experiment.compute import SCREEN_KEYS, TRAIN_KEYS, BudgetWatch, gr
 from tooltune.experiment.measure import backend, generation_budgets, greedy, load, run_device, target_lengths
 from tooltune.experiment.run_folder import RunFolder
 from tooltune.prompts import resolve_native
+from tooltune.schema import Sample
 from tooltune.training.config import TrainConfig
 from tooltune.training.data import config_sft_rows
 from tooltune.training.diagnostics import grpo_summary
@@ -111,23 +112,35 @@ def stage_sft(p: RunFolder) -> dict[str, Any]:
     }
 
 
+def continued_sft_budget(p: RunFolder) -> tuple[float, float]:
+    """(budget, the screen's share) of the continued-SFT baseline on the run's clock: GRPO's training time
+    plus the screen of its prompts (real profile, `screen` stage), which is part of what GRPO cost."""
+    clock = p.cfg.clock
+    screen_s = p.result("screen")[SCREEN_KEYS[clock]] if p.done("screen") else 0.0
+    return p.result("grpo")[TRAIN_KEYS[clock]] + screen_s, screen_s
+
+
+def validation_samples(p: RunFolder) -> list[Sample]:
+    """The validation samples GRPO's curve is measured on (`train.diagnostics.eval_samples`, at most
+    `train.data.max_val_samples`), which the continued-SFT baseline is measured on too."""
+    dg = p.cfg.train.diagnostics
+    return p.splits()["val"][: min(dg.eval_samples, p.cfg.train.data.max_val_samples or dg.eval_samples)]
+
+
 def stage_sft_continued(p: RunFolder) -> dict[str, Any]:
     """SFT continued from the warm start (its optimizer state too) for GRPO's training time on the
     run's clock (`clock`: CPU time by default), evaluated on the validation samples at the training
     times GRPO was, so that the two curves share their x values."""
     clock = p.cfg.clock
     grpo = p.result("grpo")
-    # the screen of GRPO's prompts (real profile, `screen` stage) is part of what GRPO cost
-    screen_s = p.result("screen")[SCREEN_KEYS[clock]] if p.done("screen") else 0.0
-    budget = grpo[TRAIN_KEYS[clock]] + screen_s
+    budget, screen_s = continued_sft_budget(p)
     marks = [pt["t"] for pt in grpo_curve(grpo, clock)]
     tcfg = p.train_config("sft")
     device = run_device(p.cfg)
     model, tok = load(p.model_dir("sft"), device)
     loop = SFTLoop.from_config(tcfg, model, tok, sft_rows(tcfg, tok, p), device)
     loop.restore(p.model_dir("sft"))
-    dg = p.cfg.train.diagnostics
-    val = p.splits()["val"][: min(dg.eval_samples, p.cfg.train.data.max_val_samples or dg.eval_samples)]
+    val = validation_samples(p)
     be = backend(p, model, tok)
 
     eval_cpu = [0.0]  # CPU time of the evaluations, left out of train_cpu_s whatever the clock
