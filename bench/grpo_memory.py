@@ -5,8 +5,11 @@ GRPO settings) for a few steps, with every phase of the trainer inside its own
 `tooltune.experiment.memory.PeakMemory` block (the kernel's high-water mark, reset at the phase's start,
 so each figure is that phase's exact peak):
 
-- rollout: generation and scoring of a step's completions (TRL's `_generate_and_score_completions`);
-- update: the forward and backward passes of the step's micro-batches (`training_step` less its rollout);
+- rollout: generation and scoring of a step's completions (TRL's `_generate_and_score_completions`),
+  and inside it the generation alone (`_generate_single_turn`, tooltune's group-prefill sampler);
+- update: the forward and backward passes of the step's micro-batches (`training_step` less its rollout),
+  and inside it each forward pass that computes per-token log-probs (`_get_per_token_logps_and_entropies`:
+  the vocabulary logits of the completion tokens);
 - optimizer: AdamW's step;
 - validation: the held-out greedy pass (`train.diagnostics`).
 
@@ -38,7 +41,7 @@ from grpo_sweep import read_arms, run_arm  # noqa: E402 (after the path insert)
 
 from tooltune.experiment.memory import PeakMemory, status_kb  # noqa: E402
 
-PHASES = ("rollout", "update", "optimizer", "validation")
+PHASES = ("rollout", "generation", "update", "log-probs", "optimizer", "validation")
 
 
 class PhaseRecorder:
@@ -91,6 +94,8 @@ def instrument(recorder: PhaseRecorder) -> None:
     from tooltune.training.grpo import ToolTuneGRPOTrainer
 
     recorder.wrap(ToolTuneGRPOTrainer, "_generate_and_score_completions", "rollout")
+    recorder.wrap(ToolTuneGRPOTrainer, "_generate_single_turn", "generation")
+    recorder.wrap(ToolTuneGRPOTrainer, "_get_per_token_logps_and_entropies", "log-probs")
     recorder.wrap(ToolTuneGRPOTrainer, "training_step", "update")
     recorder.wrap(torch.optim.AdamW, "step", "optimizer")
     recorder.wrap(HeldOutEval, "_run", "validation")
@@ -125,7 +130,7 @@ def plot(recorder: PhaseRecorder, path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     colors = {"rollout": "tab:orange", "update": "tab:blue", "optimizer": "tab:red",
-              "validation": "tab:green"}
+              "validation": "tab:green"}  # generation and log-probs lie inside a rollout or an update
     fig, ax = plt.subplots(figsize=(11, 4))
     # rollouts are drawn over the update that holds them
     for phase in ("update", "rollout", "optimizer", "validation"):
