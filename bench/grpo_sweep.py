@@ -65,7 +65,6 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     import torch
 
     from tooltune.experiment.branch import branch, branch_point
-    from tooltune.experiment.config import load_config
     from tooltune.experiment.pipeline import Pipeline
     from tooltune.experiment.real import real_profile
     from tooltune.experiment.screen import screen_settings
@@ -73,10 +72,7 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
 
     # `threads` is the source's setting (part of the run's identity); this process's torch threads are
     # set below without changing it
-    overrides: list[str] = ["--train.grpo.max_steps", str(steps)]
-    for key, value in settings.items():
-        overrides += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
-    cfg = load_config(source / "config.yaml", overrides)
+    cfg = arm_config(source / "config.yaml", steps, settings)
     profile = real_profile() if cfg.profile == "real" else synthetic_profile()
     pipe = Pipeline(out, cfg, say=lambda line: print(f"[{out.name}] {line}", flush=True), profile=profile)
     branch(pipe, source)
@@ -90,6 +86,17 @@ def run_arm(source: Path, out: Path, steps: int, settings: dict[str, Any], threa
     for stage in stages[branch_point(stages, cfg.profile): stages.index("grpo") + 1]:
         pipe.run_stage(stage)
     return read_arm(out)
+
+
+def arm_config(config: Path, steps: int, settings: dict[str, Any]) -> Any:
+    """The quickstart config at `config` with an arm's `settings` and `steps` GRPO steps, as the command line
+    would set them; ConfigError naming a key or value the config does not accept."""
+    from tooltune.experiment.config import load_config
+
+    overrides: list[str] = ["--train.grpo.max_steps", str(steps)]
+    for key, value in settings.items():
+        overrides += [f"--{key}", value if isinstance(value, str) else json.dumps(value)]
+    return load_config(config, overrides)
 
 
 def seed_screen(out: Path, settings: dict[str, Any]) -> Path | None:

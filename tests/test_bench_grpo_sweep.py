@@ -139,3 +139,18 @@ def test_an_arm_reuses_the_screen_answers_of_an_arm_with_equal_screen_settings(t
     assert copied.read_text() == (done / "screen" / "rewards.jsonl").read_text()
     copied.write_text("")  # an arm's own answers (a resumed screen) are never replaced
     assert seed_screen(tmp_path / "same", settings) is None and copied.read_text() == ""
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs" / "sweeps").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_sweep_file_loads_onto_the_real_preset(path: Path) -> None:
+    # a misspelt key or a bad value would otherwise surface only when its arm starts, hours into a sweep
+    sweep = _sweep()
+    steps, arms = sweep.read_arms(path)
+    for name, settings in arms.items():
+        cfg = sweep.arm_config(REPO / "configs" / "quickstart_real_smollm2.yaml", steps, settings)
+        assert cfg.train.grpo.max_steps == steps, name
+        for key, value in settings.items():
+            section = cfg
+            for part in key.split("."):
+                section = getattr(section, part)
+            assert section == value, f"{path.name}: {name}: {key}"
