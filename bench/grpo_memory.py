@@ -13,9 +13,13 @@ so each figure is that phase's exact peak):
 - optimizer: AdamW's step;
 - validation: the held-out greedy pass (`train.diagnostics`).
 
-A thread also samples resident memory every `--interval` seconds for the timeline plot. Writes
-OUT/memory.json (each phase's calls: start, seconds, peak MB) and OUT/memory.png (resident memory
-against time, phases shaded), and prints a table of each phase's largest peak.
+Each call also records the resident memory it started from, so a phase's own share (peak − start) is
+apart from what earlier phases left behind. With `--trim`, glibc's `malloc_trim(0)` runs at the start of
+every phase: the freed blocks the allocator keeps are handed back first, so a start figure that stays
+high is memory something still holds, and one that drops was the allocator's. A thread also samples
+resident memory every `--interval` seconds for the timeline plot. Writes OUT/memory.json (each phase's
+calls: start, seconds, start and peak MB) and OUT/memory.png (resident memory against time, phases
+shaded), and prints a table of each phase's largest peak and largest rise over its start.
 
     python bench/grpo_memory.py --source runs/real42 --out runs/grpo_mem \
         --arms configs/sweeps/real_smollm2.yaml --arm lr_1e-5 --steps 2
@@ -24,6 +28,8 @@ against time, phases shaded), and prints a table of each phase's largest peak.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import functools
 import json
 import sys
@@ -49,7 +55,8 @@ class PhaseRecorder:
     `interval` seconds for the timeline. A nested phase is recorded on its own and also counts in the call
     around it (the update's `training_step` holds the rollout; `phase_table` tells such updates apart)."""
 
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, trim: bool = False) -> None:
+        self.trim = _malloc_trim() if trim else None
         self.t0 = time.perf_counter()
         self.calls: list[dict[str, Any]] = []
         self.samples: list[tuple[float, float]] = []
@@ -68,11 +75,15 @@ class PhaseRecorder:
 
         @functools.wraps(original)
         def recorded(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
+            if recorder.trim is not None:
+                recorder.trim(0)
+            start, rss = time.perf_counter(), status_kb("VmRSS")
             with PeakMemory() as mem:
                 result = original(*args, **kwargs)
             recorder.calls.append({"phase": phase, "start_s": round(start - recorder.t0, 2),
-                                   "seconds": round(time.perf_counter() - start, 2), "peak_mb": mem.peak_mb})
+                                   "seconds": round(time.perf_counter() - start, 2),
+                                   "start_mb": None if rss is None else round(rss / 1024, 1),
+                                   "peak_mb": mem.peak_mb})
             return result
 
         setattr(owner, name, recorded)
@@ -84,6 +95,14 @@ class PhaseRecorder:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+
+
+def _malloc_trim() -> Callable[[int], int]:
+    """glibc's `malloc_trim`; SystemExit where the C library has none (it is glibc's alone)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    if not hasattr(libc, "malloc_trim"):
+        raise SystemExit("--trim: this C library has no malloc_trim (glibc only)")
+    return libc.malloc_trim
 
 
 def instrument(recorder: PhaseRecorder) -> None:
@@ -116,6 +135,8 @@ def phase_table(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         row = {"phase": phase, "calls": len(mine), "seconds": round(sum(c["seconds"] for c in mine), 1),
                "peak_mb": max(c["peak_mb"] for c in mine)}
+        rises = [c["peak_mb"] - c["start_mb"] for c in mine if c.get("start_mb") is not None]
+        row["rise_mb"] = round(max(rises), 1) if rises else None
         if phase == "update":
             alone = [c["peak_mb"] for c in mine if not holds_rollout(c)]
             row["update_only_peak_mb"] = max(alone) if alone else None
@@ -157,27 +178,31 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=2, help="GRPO steps")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--interval", type=float, default=0.05, help="seconds between resident-memory samples")
+    ap.add_argument("--trim", action="store_true",
+                    help="call glibc's malloc_trim(0) at the start of every phase (see the docstring)")
     args = ap.parse_args()
     _, arms = read_arms(args.arms)
     if args.arm not in arms:
         ap.error(f"--arm {args.arm!r} is not in {args.arms} (arms: {', '.join(arms)})")
     args.out.mkdir(parents=True, exist_ok=True)
-    with PhaseRecorder(args.interval) as recorder:
+    with PhaseRecorder(args.interval, trim=args.trim) as recorder:
         instrument(recorder)
         res = run_arm(args.source, args.out / args.arm, args.steps, arms[args.arm], args.threads)
     rows = phase_table(recorder.calls)
     stage_peak = (res.get("timing") or {}).get("peak_rss_mb")
     result = {"date": time.strftime("%Y-%m-%d"), "arm": args.arm, "settings": arms[args.arm],
-              "steps": args.steps, "threads": args.threads, "stage_peak_mb": stage_peak,
+              "steps": args.steps, "threads": args.threads, "trim": args.trim, "stage_peak_mb": stage_peak,
               "phases": rows, "calls": recorder.calls}
     (args.out / "memory.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     plot(recorder, args.out / "memory.png", f"GRPO memory by phase: {args.arm}, {args.steps} steps "
          f"({result['date']})")
-    print("| phase | calls | seconds | peak (GB) |\n|---|---|---|---|")
+    print("| phase | calls | seconds | peak (GB) | largest rise over its start (GB) |\n|---|---|---|---|---|")
     for r in rows:
         extra = (f" (updates without a rollout: {r['update_only_peak_mb'] / 1024:.2f})"
                  if r.get("update_only_peak_mb") else "")
-        print(f"| {r['phase']} | {r['calls']} | {r['seconds']:.0f} | {r['peak_mb'] / 1024:.2f}{extra} |")
+        rise = "–" if r.get("rise_mb") is None else f"{r['rise_mb'] / 1024:.2f}"
+        print(f"| {r['phase']} | {r['calls']} | {r['seconds']:.0f} | {r['peak_mb'] / 1024:.2f}{extra} "
+              f"| {rise} |")
     print(f"stage peak: {stage_peak} MB; {args.out / 'memory.json'}, {args.out / 'memory.png'}")
 
 

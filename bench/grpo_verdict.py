@@ -96,7 +96,8 @@ def _diff(d: dict[str, Any] | None) -> str:
 
 
 def markdown(v: dict[str, Any]) -> str:
-    """The scores table, the paired differences and the goal's checks."""
+    """The scores table, the paired differences (headlines, then the scores inside them) and the goal's
+    checks."""
     benches = list(dict.fromkeys(b for s in v["scores"].values() for b in s))
     lines = ["| checkpoint | " + " | ".join(benches) + " |", "|---|" + "---|" * len(benches)]
     for label, s in v["scores"].items():
@@ -110,6 +111,7 @@ def markdown(v: dict[str, Any]) -> str:
             key = v["scores"][b].get(bench, {}).get("key")
             cells.append(_diff(row["scores"].get(key)) if row else "–")
         lines.append(f"| {b} − {a} | " + " | ".join(cells) + " |")
+    lines += ["", *_inside(v)]
     lines += ["", f"Goal: each GRPO checkpoint − {v['baseline']} ≥ {100 * v['goal']:+.0f} points with z ≥ "
               f"{v['z']:g}" + (f", and ≥ {v['rival']}" if v["rival"] else "") + ":"]
     for c in v["checks"]:
@@ -118,6 +120,19 @@ def markdown(v: dict[str, Any]) -> str:
                      + f": {'met' if c['met'] else 'not met'}")
     lines.append(f"Goal {'met' if v['goal_met'] else 'not met'}.")
     return "\n".join(lines) + "\n"
+
+
+def _inside(v: dict[str, Any]) -> list[str]:
+    """The paired sub-scores beside each headline (BFCL's non-live, live and hallucination, API-Bank's
+    levels): a gain in the headline can hide a loss inside it, such as answers that stop abstaining."""
+    lines = ["| B − A, inside the headline (paired) | score | A | B | B − A |", "|---|---|---|---|---|"]
+    for r in v["paired"]:
+        headline = v["scores"][r["b"]].get(r["benchmark"], {}).get("key")
+        for key, d in r["scores"].items():
+            if key != headline and "a" in d and "b" in d:
+                lines.append(f"| {r['b']} − {r['a']} | {r['benchmark']}: {key} | {_pct(d['a'])} | "
+                             f"{_pct(d['b'])} | {_diff(d)} |")
+    return lines if len(lines) > 2 else []
 
 
 def main() -> None:

@@ -44,6 +44,25 @@ def test_a_wrapped_phase_records_its_own_peak_and_the_sampler_its_timeline(
     assert calls["rollout"]["peak_mb"] - recorder.calls[0]["peak_mb"] >= 250
     assert recorder.calls[2]["peak_mb"] < calls["rollout"]["peak_mb"] - 250
     assert recorder.samples and all(mb > 0 for _, mb in recorder.samples)
+    # each call starts from the resident memory before it: the allocation's phase rose by its 300 MB
+    assert all(c["start_mb"] > 0 for c in recorder.calls)
+    assert calls["rollout"]["peak_mb"] - calls["rollout"]["start_mb"] >= 250
+    assert mem.phase_table(recorder.calls)[0]["rise_mb"] >= 250
+
+
+@linux_only
+def test_trim_hands_freed_blocks_back_before_every_phase(monkeypatch: pytest.MonkeyPatch) -> None:
+    mem = _memory()
+    trims: list[int] = []
+    monkeypatch.setattr(mem, "_malloc_trim", lambda: trims.append)
+    monkeypatch.setattr(Worker, "nothing", Worker.nothing)
+    with mem.PhaseRecorder(interval=0.01, trim=True) as recorder:
+        recorder.wrap(Worker, "nothing", "optimizer")
+        Worker().nothing()
+        Worker().nothing()
+    assert trims == [0, 0] and len(recorder.calls) == 2
+    with mem.PhaseRecorder(interval=0.01) as recorder:  # off by default
+        assert recorder.trim is None
 
 
 def test_the_table_tells_updates_that_held_a_rollout_from_those_that_did_not() -> None:
@@ -57,7 +76,7 @@ def test_the_table_tells_updates_that_held_a_rollout_from_those_that_did_not() -
     ]
     rows = {r["phase"]: r for r in mem.phase_table(calls)}
     assert rows["update"] == {"phase": "update", "calls": 2, "seconds": 14.0, "peak_mb": 9000.0,
-                              "update_only_peak_mb": 6500.0}
+                              "rise_mb": None, "update_only_peak_mb": 6500.0}
     assert rows["rollout"]["peak_mb"] == 9000.0 and rows["optimizer"]["calls"] == 1
     assert "validation" not in rows  # no peak could be read: no row rather than a made-up one
 

@@ -22,7 +22,8 @@ def _checkpoint(tmp_path: Path, label: str, valid: list[bool], hits: list[float]
     (run / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
     share = sum(valid) / len(valid)
     res: dict[str, Any] = {
-        "benchmarks": {"apibank": {"run": str(run), "scores": {"overall": share}, "standard_errors": {},
+        "benchmarks": {"apibank": {"run": str(run), "standard_errors": {},
+                                   "scores": {"overall": share, "categories.level-1.accuracy": share},
                                    "headline_key": "overall", "headline": share, "headline_se": 0.01}},
         "unseen_tools": {"accuracy": sum(hits) / len(hits), "se": 0.1, "n": len(hits), "hits": hits},
     }
@@ -55,6 +56,11 @@ def test_paired_differences_and_the_goal_follow_the_verdicts(tmp_path: Path) -> 
     assert not check["met"] and not v["goal_met"]
     text = mod.markdown(v)
     assert "| grpo − cont |" in text and "Goal not met." in text
+    assert "inside the headline" not in text  # the config names no score beside the headline
+    # a score the config lists beside the headline, with both checkpoints' values: 4 and 16 of 40 solved
+    levels = {"benchmarks": {"headline": {"apibank": "overall,categories.level-1.accuracy"}}}
+    text = mod.markdown(mod.verdict(levels, ckpts, "sft", ["grpo"], None, 0.05, 2.0, ["apibank"]))
+    assert "| grpo − sft | apibank: categories.level-1.accuracy | 10.0 | 40.0 | +30.0 ±" in text
 
 
 def test_a_gain_below_the_goal_or_its_z_is_not_met(tmp_path: Path) -> None:
