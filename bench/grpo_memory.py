@@ -77,13 +77,12 @@ class PhaseRecorder:
         def recorded(*args: Any, **kwargs: Any) -> Any:
             if recorder.trim is not None:
                 recorder.trim(0)
-            start, rss = time.perf_counter(), status_kb("VmRSS")
+            start = time.perf_counter()
             with PeakMemory() as mem:
                 result = original(*args, **kwargs)
             recorder.calls.append({"phase": phase, "start_s": round(start - recorder.t0, 2),
                                    "seconds": round(time.perf_counter() - start, 2),
-                                   "start_mb": None if rss is None else round(rss / 1024, 1),
-                                   "peak_mb": mem.peak_mb})
+                                   "start_mb": mem.start_mb, "peak_mb": mem.peak_mb})
             return result
 
         setattr(owner, name, recorded)

@@ -1,7 +1,8 @@
 """A short GRPO sweep from one SFT warm start: each arm a branch of a quickstart run, judged on validation.
 
 Every arm is `tooltune quickstart --branch-from SOURCE` with its own `train.grpo.*`, `train.reward.*`,
-`train.filter.*` or `train.downsample.*` settings and `train.grpo.max_steps` from the sweep file,
+`train.filter.*` or `train.downsample.*` settings and `train.grpo.max_steps` from the sweep file (or
+`--steps`, so one file serves runs of several lengths),
 stopped after its GRPO stage: the same warm start, data and validation split for all arms, so they
 differ only in what the sweep file says. An arm is judged by what its own run measured, never by a benchmark:
 
@@ -17,6 +18,7 @@ killed sweep resumes with the same command. Writes OUT/sweep.json, OUT/sweep.md 
 
     python bench/grpo_sweep.py --source runs/real --out runs/sweep --arms configs/sweeps/real_smollm2.yaml
     python bench/grpo_sweep.py ... --only lr_1e-5,lr_3e-5     # some arms
+    python bench/grpo_sweep.py ... --steps 16 --out runs/sweep16  # every arm for 16 steps
     python bench/grpo_sweep.py ... --report                   # the table from the arms finished so far
 """
 
@@ -258,6 +260,9 @@ def main() -> int:
     ap.add_argument("--out", required=True, type=Path, help="sweep folder: one run folder per arm")
     ap.add_argument("--arms", required=True, type=Path, help="sweep file (configs/sweeps/*.yaml)")
     ap.add_argument("--only", default="", help="comma-separated arm names (default: every arm)")
+    ap.add_argument("--steps", type=int, default=0,
+                    help="GRPO steps of every arm instead of the sweep file's `steps` (a run of another "
+                    "length is another run: give it its own --out)")
     ap.add_argument("--threads", type=int, default=2,
                     help="torch threads of this process (default 2; the runs keep the source's `threads`)")
     ap.add_argument("--report", action="store_true", help="only write the table of the arms finished so far")
@@ -267,6 +272,9 @@ def main() -> int:
     args = ap.parse_args()
     try:
         steps, arms = read_arms(args.arms)
+        if args.steps < 0:
+            raise ValueError(f"--steps must be a positive number of GRPO steps, got {args.steps}")
+        steps = args.steps or steps
     except (OSError, ValueError) as e:
         print(f"grpo_sweep: {e}", file=sys.stderr)
         return 2

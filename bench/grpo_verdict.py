@@ -67,7 +67,7 @@ def verdict(config: dict[str, Any], ckpts: dict[str, dict[str, Any]], baseline: 
               for row in compare_checkpoints(config, ckpts[b], ckpts[a])]
 
     def delta(b: str, a: str, bench: str) -> dict[str, Any] | None:
-        key = scores[b].get(bench, {}).get("key")
+        key = _headline(scores, b, bench)
         row = next((r for r in paired if (r["b"], r["a"], r["benchmark"]) == (b, a, bench)), None)
         return None if row is None or key not in row["scores"] else row["scores"][key]
 
@@ -82,6 +82,11 @@ def verdict(config: dict[str, Any], ckpts: dict[str, dict[str, Any]], baseline: 
     return {"baseline": baseline, "grpo": grpo, "rival": rival, "goal": goal, "z": z_min,
             "scores": scores, "paired": paired, "checks": checks,
             "goal_met": bool(checks) and all(c["met"] for c in checks)}
+
+
+def _headline(scores: dict[str, Any], label: str, bench: str) -> str | None:
+    """The score key of checkpoint `label`'s headline on `bench` (None where it has no score there)."""
+    return scores[label].get(bench, {}).get("key")
 
 
 def _pct(x: float | None) -> str:
@@ -108,7 +113,7 @@ def markdown(v: dict[str, Any]) -> str:
         cells = []
         for bench in benches:
             row = next((r for r in v["paired"] if (r["b"], r["a"], r["benchmark"]) == (b, a, bench)), None)
-            key = v["scores"][b].get(bench, {}).get("key")
+            key = _headline(v["scores"], b, bench)
             cells.append(_diff(row["scores"].get(key)) if row else "–")
         lines.append(f"| {b} − {a} | " + " | ".join(cells) + " |")
     lines += ["", *_inside(v)]
@@ -127,7 +132,7 @@ def _inside(v: dict[str, Any]) -> list[str]:
     levels): a gain in the headline can hide a loss inside it, such as answers that stop abstaining."""
     lines = ["| B − A, inside the headline (paired) | score | A | B | B − A |", "|---|---|---|---|---|"]
     for r in v["paired"]:
-        headline = v["scores"][r["b"]].get(r["benchmark"], {}).get("key")
+        headline = _headline(v["scores"], r["b"], r["benchmark"])
         for key, d in r["scores"].items():
             if key != headline and "a" in d and "b" in d:
                 lines.append(f"| {r['b']} − {r['a']} | {r['benchmark']}: {key} | {_pct(d['a'])} | "

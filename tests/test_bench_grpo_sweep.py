@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import subprocess
 import sys
 from pathlib import Path
@@ -80,6 +81,17 @@ def test_an_arm_setting_what_the_warm_start_read_is_refused(source: Path, tmp_pa
     one = _arms(tmp_path, {"a": {}})
     done = _run("--source", str(source), "--out", str(tmp_path / "s"), "--arms", str(one), "--only", "b")
     assert done.returncode == 2 and "--only: b not in" in done.stderr
+    done = _run("--source", str(source), "--out", str(tmp_path / "s"), "--arms", str(one), "--steps", "-1")
+    assert done.returncode == 2 and "--steps must be a positive number" in done.stderr
+
+
+def test_steps_on_the_command_line_replace_the_sweep_files(source: Path, tmp_path: Path) -> None:
+    one = _arms(tmp_path, {"a": {}})  # the file says 2 steps
+    done = _run("--source", str(source), "--out", str(tmp_path / "s"), "--arms", str(one), "--steps", "5",
+                "--report")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "s" / "sweep.md").read_text().startswith("GRPO arms of 5 steps")
+    assert _sweep().arm_config(MINI, 5, {}).train.grpo.max_steps == 5
 
 
 def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
@@ -150,7 +162,4 @@ def test_every_shipped_sweep_file_loads_onto_the_real_preset(path: Path) -> None
         cfg = sweep.arm_config(REPO / "configs" / "quickstart_real_smollm2.yaml", steps, settings)
         assert cfg.train.grpo.max_steps == steps, name
         for key, value in settings.items():
-            section = cfg
-            for part in key.split("."):
-                section = getattr(section, part)
-            assert section == value, f"{path.name}: {name}: {key}"
+            assert operator.attrgetter(key)(cfg) == value, f"{path.name}: {name}: {key}"

@@ -28,6 +28,8 @@ def test_a_phase_peak_counts_from_its_start_and_an_inner_peak_counts_for_the_out
     assert inner.peak_mb is not None and outer.peak_mb is not None
     assert base + 100 < inner.peak_mb < base + 250
     assert outer.peak_mb >= inner.peak_mb
+    # each block starts from the resident memory at its entry: the inner one added its 120 MB over it
+    assert inner.start_mb is not None and 100 < inner.peak_mb - inner.start_mb < 250
 
 
 @pytest.mark.skipif(status_kb("VmRSS") is None, reason="no /proc/self/status on this system")

@@ -39,13 +39,15 @@ def reset_peak() -> bool:
 
 class PeakMemory:
     """``with PeakMemory() as m: ...`` then `m.peak_mb`: the most resident memory (MB) the process held
-    inside the block, counted from the block's start (see the module doc for how)."""
+    inside the block, counted from the block's start (see the module doc for how); `m.start_mb` is the
+    resident memory the block started from, so `peak_mb - start_mb` is what the block itself added."""
 
     _open: list[PeakMemory] = []  # the blocks entered and not left, outermost first
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
         self.peak_mb: float | None = None
+        self.start_mb: float | None = None
         self._reset = False
         self._sampled = 0  # kB: the most sampled, or the peak of an inner block
         self._stop = threading.Event()
@@ -57,8 +59,10 @@ class PeakMemory:
 
     def __enter__(self) -> PeakMemory:
         self._reset = reset_peak()
-        if not self._reset and status_kb("VmRSS") is not None:
-            self._sampled = status_kb("VmRSS") or 0
+        rss = status_kb("VmRSS")
+        self.start_mb = None if rss is None else round(rss / 1024, 1)
+        if not self._reset and rss is not None:
+            self._sampled = rss
             self._thread = threading.Thread(target=self._sample, name="peak-rss", daemon=True)
             self._thread.start()
         PeakMemory._open.append(self)
