@@ -514,3 +514,42 @@ def test_a_micro_batch_of_dropped_groups_only_skips_its_update_with_the_same_wei
     a, b = _params(skipped / "final"), _params(padded / "final")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     assert _changed(tiny_model_dir, skipped / "final")  # weight decay moved them: the step was taken
+
+
+@pytest.mark.parametrize("tokens", [0, 3])
+def test_on_the_cpu_the_policy_and_reference_heads_score_completion_positions_in_tiles(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tokens: int
+) -> None:
+    """`grpo.cpu_lm_head_tokens` re-patches both fused heads TRL put on (policy with entropies, reference
+    without), and the update's log-probs then reach the head at most that many positions at a time; 0
+    leaves TRL's head, whose tiles hold every position of the batch."""
+    from trl import kernels
+
+    from tooltune.training import grpo
+    from tooltune.training.runner import train
+
+    patched: list[tuple[tuple[str, ...], str | None]] = []
+    tile = grpo.tile_fused_lm_head
+
+    def spy_tile(model: Any, **kwargs: Any) -> str | None:
+        patched.append((kwargs["outputs"], why := tile(model, **kwargs)))
+        return why
+
+    sizes: list[int] = []
+    apply = kernels.ChunkedLogProbFunction.apply
+
+    def spy_apply(hidden: Any, *args: Any) -> Any:
+        sizes.append(hidden.size(0))
+        return apply(hidden, *args)
+
+    monkeypatch.setattr(grpo, "tile_fused_lm_head", spy_tile)
+    monkeypatch.setattr(kernels.ChunkedLogProbFunction, "apply", spy_apply)
+    over = {"grpo.beta": 0.05, "grpo.cpu_lm_head_tokens": tokens}
+    cfg = make_config(tiny_model_dir, tmp_path / "tiles", **over)
+    run = train(cfg, reward_funcs=[KeyedReward(solved=set())], train_rows=make_rows(8))
+    assert _changed(tiny_model_dir, run / "final")
+    if tokens:
+        assert patched == [(("log_probs", "entropy"), None), (("log_probs",), None)]
+        assert sizes and max(sizes) <= tokens
+    else:
+        assert patched == [] and sizes and max(sizes) > 3 * N  # TRL's: prompt positions scored too

@@ -239,3 +239,28 @@ def test_trls_vllm_generation_has_what_the_fallback_calls() -> None:
 
     assert parameters(VLLMGeneration.sync_weights) == "self"
     assert parameters(VLLMGeneration._iter_named_params) == "self"
+
+
+def test_rollouts_of_a_model_on_the_packed_update_read_each_group_prompt_once(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packed update switches the model to its own attention name; the sampler still sees sdpa and
+    decodes through cascade attention instead of copying every group's prompt keys to each rollout."""
+    from tooltune.generation import cascade_attention
+
+    reasons: list[tuple[str, str | None]] = []
+    orig = cascade_attention.unsupported_reason
+
+    def spy(model: Any) -> str | None:
+        reasons.append((model.config._attn_implementation, why := orig(model)))
+        return why
+
+    packed = {"grpo.cpu_gradient_checkpointing": True, "grpo.shared_prefix_path": "packed"}
+    cascade_attention.unsupported_reason = spy  # run_one_step resets the monkeypatch it is handed
+    try:
+        _, records = run_one_step(tiny_model_dir, tmp_path / "packed", monkeypatch, **packed)
+    finally:
+        cascade_attention.unsupported_reason = orig
+    assert path_metric(records) == 1.0
+    assert next(r["tooltune/packed_update"] for r in records if "tooltune/packed_update" in r) == 1.0
+    assert reasons and reasons == [("sdpa", None)] * len(reasons)

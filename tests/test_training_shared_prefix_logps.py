@@ -286,8 +286,11 @@ def test_trainer_step_with_shared_prefix_equals_the_ordinary_step(
     off = load_file(str(runs[False] / "final" / "model.safetensors"))
     on = load_file(str(runs[True] / "final" / "model.safetensors"))
     assert any(not torch.equal(before[k], off[k]) for k in off)  # the step changed the weights
-    for k in off:  # Adam's first step is about lr × sign(gradient): equal gradients, equal updates
-        torch.testing.assert_close(on[k], off[k], atol=1e-6, rtol=0)
+    # Adam's first step is about lr × sign(gradient): equal gradients, equal updates. Where a gradient is
+    # near Adam's eps its float rounding shows (the CPU's tiled LM head sums in other chunks on the two
+    # paths: seen 1.3e-6 in 1 of 1,024 entries), so the bound is 0.2% of lr (1e-3) rather than 0.1%
+    for k in off:
+        torch.testing.assert_close(on[k], off[k], atol=2e-6, rtol=0)
     losses = {s: [json.loads(x)["loss"] for x in (r / "metrics.jsonl").read_text().splitlines()
                   if '"loss"' in x] for s, r in runs.items()}
     assert losses[True] == pytest.approx(losses[False], abs=1e-6)

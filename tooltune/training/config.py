@@ -200,6 +200,14 @@ class GRPOSection:
         "shared update instead of the KV-cache one; more compute per update for the activations of one "
         "layer instead of all (docs/BENCHMARKS.md, GRPO memory on the CPU).",
     )
+    cpu_lm_head_tokens: int = option(
+        1024,
+        "On the CPU, TRL's fused LM head scores only the completion positions, this many at a time against "
+        "8,192 vocabulary columns (tooltune.training.lm_head_tiles): TRL's own tiles there are 4,096 "
+        "positions by 32,768 columns, prompts included, 0.5 GB each; 0 = TRL's head unchanged. Equal "
+        "log-probs and gradients up to float rounding.",
+        min=0,
+    )
     shared_prefix: bool = option(
         True,
         "Policy update (and old / reference log-probs): run each group's shared prompt once instead of once "

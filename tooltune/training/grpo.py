@@ -29,6 +29,9 @@ the signatures they have in the supported versions, and the trainer refuses othe
 - `rollout_func` (a constructor argument, not an override): agentic episodes
   (`tooltune.training.agentic`); `_generate_and_score_completions` keeps the batch rows in
   `tooltune.batch_inputs` for it.
+- the policy's (and reference's) forward that TRL's constructor patched with its fused LM head: on the CPU
+  replaced by the same head in small tiles over the completion positions only
+  (`tooltune.training.lm_head_tiles`, `grpo.cpu_lm_head_tokens`).
 - `vllm_generation.sync_weights` (TRL's weight sync into a colocated vLLM, a method of the trainer's
   `vllm_generation`, not an override): replaced, where TRL's cannot load into the vLLM model (vLLM's CPU
   backend), by a sync through vLLM's own reload (`tooltune.training.rollout_hooks`).
@@ -56,6 +59,7 @@ import time
 from typing import Any
 
 import torch
+from accelerate.utils import is_peft_model
 from trl import GRPOTrainer
 from trl.data_utils import is_conversational
 
@@ -64,6 +68,7 @@ from tooltune.schema.rows import PROMPT, PROMPT_INDEX, missing_columns, row_tool
 from tooltune.training.batch import loss_mask, padding_rows, select_rows, trim_padding
 from tooltune.training.engine_fence import check_engine_versions
 from tooltune.training.epoch_hooks import EpochHooks
+from tooltune.training.lm_head_tiles import tile_fused_lm_head
 from tooltune.training.rollout_hooks import RolloutHooks
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
 from tooltune.training.shared_prefix.hooks import SharedPrefixHooks
@@ -79,9 +84,10 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
     per prompt, None = all), `drop_zero_variance`, `advantage_mode` ("kept" | "full"),
     `region_fn` (completion ids -> region codes for the entropy split, or None), `shared_prefix` and
     `shared_prefix_path` ("auto" | "kv_cache" | "packed", `shared_prefix.hooks`), `rollout_path`
-    ("auto" | "group_prefill" | "generate", `rollout_hooks`); they are kept in `tooltune`, a
-    `ToolTuneState`. After `train()`, `tooltune.stop_reason` says why training ended before its planned
-    end (the filter skipped every prompt), or is None.
+    ("auto" | "group_prefill" | "generate", `rollout_hooks`), `lm_head_tokens` (on the CPU, positions
+    per tile of the fused LM head, 0 = TRL's head as it is: `tooltune.training.lm_head_tiles`); they are
+    kept in `tooltune`, a `ToolTuneState`. After `train()`, `tooltune.stop_reason` says why training ended
+    before its planned end (the filter skipped every prompt), or is None.
     """
 
     tooltune: ToolTuneState
@@ -97,6 +103,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         shared_prefix: bool = False,
         shared_prefix_path: str = "auto",
         rollout_path: str = "auto",
+        lm_head_tokens: int = 0,
         engine_checked: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -112,9 +119,11 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
             shared_prefix=shared_prefix,
             shared_prefix_path=shared_prefix_path,
             rollout_path=rollout_path,
+            lm_head_tokens=lm_head_tokens,
         )
         super().__init__(*args, **kwargs)
         self._tt_vllm_weight_sync()
+        self._tt_tile_lm_head()
         self._tt_check_columns()
         self._tt_check_shared_prefix()
         tt = self.tooltune
@@ -128,6 +137,25 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
                 f"per-device generation batch ({rows} rows) must hold whole groups of "
                 f"num_generations={self.num_generations} for down-sampling"
             )
+
+    def _tt_tile_lm_head(self) -> None:
+        """On the CPU, re-patch the fused LM head TRL's constructor put on the policy and reference models
+        with the tiled one (`tooltune.training.lm_head_tiles`), with the settings TRL gave its own."""
+        tokens = self.tooltune.lm_head_tokens
+        sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
+        if not tokens or self.accelerator.device.type != "cpu" or sharded:
+            return
+        policy = self.model.get_base_model() if is_peft_model(self.model) else self.model
+        for model, outputs in ((policy, ("log_probs", "entropy")), (self.ref_model, ("log_probs",))):
+            if model is None:
+                continue
+            why = tile_fused_lm_head(model, tokens=tokens, temperature=self.temperature,
+                                     cast_to_fp32=self.args.cast_lm_head_to_fp32, outputs=outputs)
+            if why is None:
+                logger.info("grpo.cpu_lm_head_tokens: the fused LM head scores %d completion positions "
+                            "a tile", tokens)
+            else:
+                logger.info("grpo.cpu_lm_head_tokens: TRL's fused LM head kept: %s", why)
 
     def _tt_check_columns(self) -> None:
         """Refuse datasets without the columns the reward functions, the rollout function and the filter

@@ -113,6 +113,7 @@ def selection_kwargs(cfg: TrainConfig) -> dict[str, Any]:
         "shared_prefix": cfg.grpo.shared_prefix,
         "shared_prefix_path": cfg.grpo.shared_prefix_path,
         "rollout_path": cfg.grpo.rollout_path,
+        "lm_head_tokens": cfg.grpo.cpu_lm_head_tokens,
     }
 
 

@@ -37,6 +37,8 @@ from trl.extras.profiling import profiling_context
 from trl.models import unwrap_model_for_generation
 
 from tooltune.generation.rollout import PrefixCache, Sampling, choose_path, sample
+from tooltune.training.shared_prefix.packed_attention import as_sdpa
+from tooltune.training.shared_prefix.support import base_model
 from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
@@ -76,6 +78,7 @@ class RolloutHooks:
                 generation_kwargs=self.generation_kwargs,
                 gradient_checkpointing_kwargs=self.args.gradient_checkpointing_kwargs,
             ) as unwrapped_model,
+            as_sdpa(base_model(unwrapped_model)),  # the packed update's attention is sdpa here
             torch.no_grad(),
         ):
             got = sample(unwrapped_model, prompt_ids, 1, sampling, pad_id=self._tokenizer.pad_token_id,

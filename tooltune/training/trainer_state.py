@@ -65,6 +65,8 @@ class ToolTuneState:
     """"auto" | "kv_cache" | "packed" (`tooltune.training.shared_prefix.hooks`)."""
     rollout_path: str = "auto"
     """"auto" | "group_prefill" | "generate" (`tooltune.training.rollout_hooks`)."""
+    lm_head_tokens: int = 0
+    """On the CPU, positions per tile of the fused LM head (`tooltune.training.lm_head_tiles`); 0 = TRL's."""
     selecting: bool = False
     """Rows are selected after generation (down-sampling below n, or dropping zero-variance groups)."""
 

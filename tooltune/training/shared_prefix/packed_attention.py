@@ -19,11 +19,16 @@ the ordinary and KV-cache paths, exactly as under `sdpa`. Its mask builder is sd
 the function the way transformers passes attention keywords, from the model's forward through each
 decoder layer (a checkpointed layer keeps it for its recomputation), so nothing else changes: one
 forward, one backward. `_attn_implementation` is not saved with the model, so a saved checkpoint loads
-as the implementation it was loaded with.
+as the implementation it was loaded with. Code that picks its path by the implementation's name sees
+`tooltune_packed`, not `sdpa`: the rollout sampler's cascade decoding accepts only `sdpa` and `eager`,
+and fell back to copying each group's prompt keys to every rollout (3.4-3.8 GB more for a step of 32
+rollouts of ~2,000-token prompts). `as_sdpa` shows such a model as `sdpa` while it generates.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,3 +159,23 @@ def use_packed_attention(model: Any) -> bool:
     register()
     model.set_attn_implementation(NAME)
     return config._attn_implementation == NAME
+
+
+@contextlib.contextmanager
+def as_sdpa(model: Any) -> Iterator[None]:
+    """Within the block a model switched to `tooltune_packed` reports `sdpa`, the attention it runs for
+    every call without ``tt_packed`` (generation), so that code choosing its path by the implementation's
+    name treats it as sdpa. `model` is the transformers model (not a wrapper); other models pass through."""
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != NAME:
+        yield
+        return
+    configs = {id(c): c for c in (config, config.get_text_config(decoder=True))}.values()
+    previous = [(c, c._attn_implementation) for c in configs]
+    try:
+        for c, _ in previous:
+            c._attn_implementation = "sdpa"
+        yield
+    finally:
+        for c, implementation in previous:
+            c._attn_implementation = implementation
