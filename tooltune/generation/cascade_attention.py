@@ -54,12 +54,20 @@ def cascade_decoding(model: Any) -> Iterator[None]:
 
     if ATTENTION_NAME not in AttentionInterface._global_mapping:
         AttentionInterface.register(ATTENTION_NAME, cascade_attention)
+    with attention_named(model, ATTENTION_NAME):
+        yield
+
+
+@contextlib.contextmanager
+def attention_named(model: Any, name: str) -> Iterator[None]:
+    """Within the block `model` (or the model inside a PEFT wrapper) runs the attention implementation
+    registered as `name`, in its config and its text config; the previous ones are restored after."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     configs = {id(c): c for c in (base.config, base.config.get_text_config(decoder=True))}.values()
     previous = [(c, c._attn_implementation) for c in configs]
     try:
         for config, _ in previous:
-            config._attn_implementation = ATTENTION_NAME
+            config._attn_implementation = name
         yield
     finally:
         for config, implementation in previous:

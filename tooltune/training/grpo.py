@@ -59,7 +59,6 @@ import time
 from typing import Any
 
 import torch
-from accelerate.utils import is_peft_model
 from trl import GRPOTrainer
 from trl.data_utils import is_conversational
 
@@ -72,6 +71,7 @@ from tooltune.training.lm_head_tiles import tile_fused_lm_head
 from tooltune.training.rollout_hooks import RolloutHooks
 from tooltune.training.selection import PromptFilter, group_advantages, group_stats, select_rollouts
 from tooltune.training.shared_prefix.hooks import SharedPrefixHooks
+from tooltune.training.shared_prefix.support import base_model
 from tooltune.training.trainer_state import ToolTuneState
 
 logger = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ class ToolTuneGRPOTrainer(RolloutHooks, SharedPrefixHooks, EpochHooks, GRPOTrain
         sharded = self.is_fsdp_enabled or self.is_deepspeed_enabled
         if not tokens or self.accelerator.device.type != "cpu" or sharded:
             return
-        policy = self.model.get_base_model() if is_peft_model(self.model) else self.model
+        policy = base_model(self.model)
         for model, outputs in ((policy, ("log_probs", "entropy")), (self.ref_model, ("log_probs",))):
             if model is None:
                 continue

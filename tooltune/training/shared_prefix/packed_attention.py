@@ -28,7 +28,6 @@ rollouts of ~2,000-token prompts). `as_sdpa` shows such a model as `sdpa` while 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,8 @@ import torch
 from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import repeat_kv, sdpa_attention_forward, use_gqa_in_sdpa
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from tooltune.generation.cascade_attention import attention_named
 
 NAME = "tooltune_packed"
 
@@ -161,21 +162,10 @@ def use_packed_attention(model: Any) -> bool:
     return config._attn_implementation == NAME
 
 
-@contextlib.contextmanager
-def as_sdpa(model: Any) -> Iterator[None]:
+def as_sdpa(model: Any) -> contextlib.AbstractContextManager:
     """Within the block a model switched to `tooltune_packed` reports `sdpa`, the attention it runs for
     every call without ``tt_packed`` (generation), so that code choosing its path by the implementation's
     name treats it as sdpa. `model` is the transformers model (not a wrapper); other models pass through."""
-    config = getattr(model, "config", None)
-    if getattr(config, "_attn_implementation", None) != NAME:
-        yield
-        return
-    configs = {id(c): c for c in (config, config.get_text_config(decoder=True))}.values()
-    previous = [(c, c._attn_implementation) for c in configs]
-    try:
-        for c, _ in previous:
-            c._attn_implementation = "sdpa"
-        yield
-    finally:
-        for c, implementation in previous:
-            c._attn_implementation = implementation
+    if getattr(getattr(model, "config", None), "_attn_implementation", None) != NAME:
+        return contextlib.nullcontext()
+    return attention_named(model, "sdpa")
