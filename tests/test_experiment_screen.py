@@ -105,3 +105,36 @@ def test_off_the_screen_gives_grpo_every_training_prompt(tmp_path: Path) -> None
     assert p.train_config("grpo").data.train == str(tmp_path / "run" / "data" / "train.jsonl")
     on = Pipeline(tmp_path / "on", load_config(MINI, {"screen.enabled": True}), profile=real_profile())
     assert on.train_config("grpo").data.train == str(tmp_path / "on" / "screen" / "grpo_train.jsonl")
+
+
+def test_irrelevance_variants_follow_the_kept_prompts_with_their_called_tools_removed(
+    tmp_path: Path, tiny_model_dir: Path, shared_data_dir: Path
+) -> None:
+    src, out = tmp_path / "src", tmp_path / "run"
+    assert main([*_args(tiny_model_dir, shared_data_dir, src), "--stop-after", "sft"]) == 0
+    args = _args(tiny_model_dir, shared_data_dir, out, "--screen.enabled", "true", "--screen.k", "2",
+                 "--screen.irrelevance_variants", "1.0", "--branch-from", str(src))
+    assert main([*args, "--stop-after", "sft"]) == 0
+    train = read_jsonl(str(src / "data" / "train.jsonl"))
+    (out / "screen").mkdir(parents=True)
+    with open(out / "screen" / "rewards.jsonl", "w", encoding="utf-8") as f:
+        for s in train:  # every prompt mixed
+            f.write(json.dumps({"sample_id": s.id, "rewards": [1.0, 0.0]}) + "\n")
+    assert main([*args, "--stop-after", "screen"]) == 0
+    screen = json.loads((out / "stages" / "screen.json").read_text())
+    kept = read_jsonl(str(out / "screen" / "grpo_train.jsonl"))
+    variants = [s for s in kept if s.meta.get("augmented") == "irrelevance"]
+    by_id = {s.id: s for s in train}
+    # a variant for each single-turn prompt with a call that offers a tool besides the ones it calls
+    eligible = [s for s in train if s.answer and all(m["role"] == "user" for m in s.messages)
+                and {t.name for t in s.tools} - {c.name for c in s.answer}]
+    assert variants and len(variants) == len(eligible) == screen["irrelevance_variants"]
+    assert screen["mixed"] == len(train) and screen["kept"] == len(train) + len(variants)
+    for i, s in enumerate(kept):
+        if s in variants:
+            origin = by_id[s.meta["origin"]]
+            assert kept[i - 1].id == origin.id and s.id == f"{origin.id}#irrelevant"
+            assert s.answer == [] and s.messages == origin.messages
+            assert {t.name for t in s.tools} == {t.name for t in origin.tools} - {c.name for c in origin.answer}
+    assert [s.id for s in kept if s not in variants] == [s.id for s in train]
+    assert f"and {len(variants)} irrelevance variants of them" in (out / "report.md").read_text()

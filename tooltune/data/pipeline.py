@@ -247,6 +247,14 @@ def irrelevance_variant(sample: Sample) -> Sample | None:
     )
 
 
+def drawn_irrelevance_variant(sample: Sample, share: float, seed: int) -> Sample | None:
+    """`irrelevance_variant(sample)` for a `share` of samples, drawn per sample (a per-sample RNG keeps the
+    draw independent of input order and of other sources); None for the rest."""
+    if share <= 0 or random.Random(f"{seed}:{sample.id}").random() >= share:
+        return None
+    return irrelevance_variant(sample)
+
+
 def _convert_options(module: Any, config: PrepareConfig) -> dict[str, Any]:
     params = inspect.signature(module.convert).parameters
     return {k: v for k, v in {"no_call_samples": config.no_call_samples}.items() if k in params}
@@ -441,10 +449,8 @@ def _with_augmentation(
     for item in items:
         st.samples_produced += 1
         yield item
-        if config.irrelevance_augment > 0 and isinstance(item, Sample):
-            # a per-sample RNG keeps the draw independent of input order and of other sources
-            draw = random.Random(f"{config.seed}:{item.id}").random()
-            variant = irrelevance_variant(item) if draw < config.irrelevance_augment else None
+        if isinstance(item, Sample):
+            variant = drawn_irrelevance_variant(item, config.irrelevance_augment, config.seed)
             if variant is not None:
                 st.samples_augmented += 1
                 yield variant

@@ -72,6 +72,15 @@ class ScreenConfig:
     )
     k: int = option(0, "Answers per prompt (0 = train.grpo.num_generations, GRPO's group size).", min=0)
     batch_size: int = option(8, "Prompts per generation call.", min=1)
+    irrelevance_variants: float = option(
+        0.0,
+        "Share of the kept prompts with a call that GRPO also gets as an irrelevance variant: the same "
+        "single-turn request with the called tools removed from the offered ones, whose right answer is no "
+        "call (BFCL's irrelevance case; `tooltune data prepare --irrelevance-augment`'s variant and draw). "
+        "Without them GRPO trains on calls almost alone and stops abstaining.",
+        min=0,
+        max=1,
+    )
 
 
 @dataclass

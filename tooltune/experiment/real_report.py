@@ -139,6 +139,12 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _variants(screen: dict[str, Any]) -> str:
+    n = screen.get("irrelevance_variants")
+    return (f" and {n} irrelevance variants of them (called tools removed, no call expected: "
+            "`screen.irrelevance_variants`)") if n else ""
+
+
 def _md(r: dict[str, Any]) -> str:
     lines = [f"# Quickstart (real model): {r['model']}", "",
              f"Seed {r['seed']}; training template {r['template']['train']}, evaluation template "
@@ -161,7 +167,7 @@ def _md(r: dict[str, Any]) -> str:
         lines += [f"GRPO's prompts, screened by the warm start ({screen['k']} answers each at temperature "
                   f"{screen['temperature']}, binary reward): of {screen['in']}, {screen['all_wrong']} never "
                   f"solved and {screen['all_right']} always solved were set aside; GRPO trained on the "
-                  f"{screen['mixed']} mixed ones.", ""]
+                  f"{screen['mixed']} mixed ones{_variants(screen)}.", ""]
     for bench, subset in r["subsets"].items():
         if subset:
             how = subset.get("per_category", "listed")

@@ -10,6 +10,12 @@ most training prompts are such prompts. The screen measures it before paying for
   (format required). Prompts the warm start solves every time (all right) or never (all wrong) are set
   aside; GRPO trains on the mixed ones (DIR/screen/grpo_train.jsonl).
 
+With `screen.irrelevance_variants` a share of the kept single-turn prompts with a call also reach GRPO as
+their irrelevance variant: the called tools removed from the offered ones, no call expected (the data
+pipeline's `irrelevance_variant`, BFCL's irrelevance case). GRPO on the kept prompts alone learns to call:
+the fine-grained reward took BFCL's irrelevance answers from 30% to 7% in 8 steps. A variant has no
+screen answers; as soon as the policy calls on it, its group is mixed and pulls toward abstaining.
+
 Every prompt is accounted for: kept, or written with its success rate and reason to
 DIR/screen/rejected.jsonl. Rewards are cached per prompt (DIR/screen/rewards.jsonl), each with the CPU
 and wall time its answers took, so a killed stage resumes. A branch (`--branch-from`) screens again (the
@@ -28,13 +34,14 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from tooltune.config import ConfigError
+from tooltune.data.pipeline import drawn_irrelevance_variant
 from tooltune.data.recipes import DifficultyConfig, cached_cost, difficulty_filter
 from tooltune.experiment.measure import load, run_device
 from tooltune.experiment.memory import PeakMemory
 from tooltune.experiment.run_folder import RunFolder
 from tooltune.generation import HFBackend
 from tooltune.prompts import PromptControls
-from tooltune.schema import write_jsonl
+from tooltune.schema import Sample, write_jsonl
 
 
 def stage_screen(p: RunFolder) -> dict[str, Any]:
@@ -54,6 +61,9 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
         backend = HFBackend(model=model, tokenizer=tok, batch_size=cfg.batch_size, name="screen")
         kept, rejected, stats = difficulty_filter(train, backend, cfg, prompt=p.cfg.train.data,
                                                   label="screen")
+    rates = [r["success_rate"] for r in rejected] + [s.meta["policy_success_rate"] for s in kept]
+    mixed = len(kept)
+    kept = with_irrelevance_variants(kept, p.cfg.screen.irrelevance_variants, p.cfg.seed)
     if not kept:
         raise ConfigError(f"screen.enabled: the warm start solved all or none of the {cfg.k} answers for "
                           f"every one of the {len(train)} training prompts, so GRPO would get no prompt with "
@@ -62,12 +72,12 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
     with open(p.out / "screen" / "rejected.jsonl", "w", encoding="utf-8") as f:
         for r in rejected:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    rates = [r["success_rate"] for r in rejected] + [s.meta["policy_success_rate"] for s in kept]
     successes = Counter(round(rate * cfg.k) for rate in rates)
     return {
         "enabled": True, "in": len(train), "kept": len(kept), "k": cfg.k, "temperature": cfg.temperature,
         "max_new_tokens": cfg.max_new_tokens, "all_right": stats["rejected"].get("always_solved", 0),
-        "all_wrong": stats["rejected"].get("never_solved", 0), "mixed": len(kept),
+        "all_wrong": stats["rejected"].get("never_solved", 0), "mixed": mixed,
+        "irrelevance_variants": len(kept) - mixed,
         "successes": {str(i): successes.get(i, 0) for i in range(cfg.k + 1)},
         "mean_success_rate": stats["mean_success_rate"],
         "cpu_s": time.process_time() - cpu + before["cpu_s"],
@@ -75,6 +85,19 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
         "cached_answers": before["n"], "cached_without_cost": before["without_cost"],
         "settings": screen_settings(p), "peak_rss_mb": memory.peak_mb,
     }
+
+
+def with_irrelevance_variants(kept: list[Sample], share: float, seed: int) -> list[Sample]:
+    """`screen.irrelevance_variants`: each kept single-turn prompt with a call is followed, for the drawn
+    `share` of them, by its irrelevance variant (called tools removed, no call expected)."""
+    out = []
+    for s in kept:
+        out.append(s)
+        if all(m["role"] in ("system", "user") for m in s.messages):
+            variant = drawn_irrelevance_variant(s, share, seed)
+            if variant is not None:
+                out.append(variant)
+    return out
 
 
 def screen_config(p: RunFolder) -> DifficultyConfig:
@@ -103,5 +126,7 @@ def screen_headline(res: dict[str, Any]) -> str:
     """One line summing up the screen stage."""
     if not res["enabled"]:
         return f"off: GRPO trains on all {res['in']} training prompts"
+    n = res.get("irrelevance_variants")
+    extra = f" + {n} irrelevance variants" if n else ""
     return (f"{res['in']} prompts at k {res['k']}: {res['all_wrong']} never solved, {res['all_right']} "
-            f"always, {res['mixed']} mixed -> GRPO trains on {res['kept']}")
+            f"always, {res['mixed']} mixed{extra} -> GRPO trains on {res['kept']}")
