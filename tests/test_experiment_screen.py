@@ -135,6 +135,7 @@ def test_irrelevance_variants_follow_the_kept_prompts_with_their_called_tools_re
             origin = by_id[s.meta["origin"]]
             assert kept[i - 1].id == origin.id and s.id == f"{origin.id}#irrelevant"
             assert s.answer == [] and s.messages == origin.messages
-            assert {t.name for t in s.tools} == {t.name for t in origin.tools} - {c.name for c in origin.answer}
+            called = {c.name for c in origin.answer}
+            assert {t.name for t in s.tools} == {t.name for t in origin.tools} - called
     assert [s.id for s in kept if s not in variants] == [s.id for s in train]
     assert f"and {len(variants)} irrelevance variants of them" in (out / "report.md").read_text()
