@@ -36,9 +36,9 @@ PARTS = ("calls", "no call", "variants")
 def held_out(val: list[Any]) -> dict[str, list[Any]]:
     """The validation samples by part (module docstring), each part in the split's order."""
     from tooltune.data.pipeline import irrelevance_variant
+    from tooltune.experiment.screen import single_turn
 
-    variants = [irrelevance_variant(s) for s in val
-                if s.answer and all(m["role"] in ("system", "user") for m in s.messages)]
+    variants = [irrelevance_variant(s) for s in val if s.answer and single_turn(s)]
     return {"calls": [s for s in val if s.answer], "no call": [s for s in val if not s.answer],
             "variants": [v for v in variants if v is not None]}
 

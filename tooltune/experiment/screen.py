@@ -87,13 +87,19 @@ def stage_screen(p: RunFolder) -> dict[str, Any]:
     }
 
 
+def single_turn(sample: Sample) -> bool:
+    """Only system and user turns before the answer: removing the called tools leaves no earlier turn
+    that used them, so the sample's irrelevance variant is a well-formed prompt."""
+    return all(m["role"] in ("system", "user") for m in sample.messages)
+
+
 def with_irrelevance_variants(kept: list[Sample], share: float, seed: int) -> list[Sample]:
     """`screen.irrelevance_variants`: each kept single-turn prompt with a call is followed, for the drawn
     `share` of them, by its irrelevance variant (called tools removed, no call expected)."""
     out = []
     for s in kept:
         out.append(s)
-        if all(m["role"] in ("system", "user") for m in s.messages):
+        if single_turn(s):
             variant = drawn_irrelevance_variant(s, share, seed)
             if variant is not None:
                 out.append(variant)
