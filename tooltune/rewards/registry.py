@@ -16,6 +16,7 @@ from tooltune.config import Registry
 from tooltune.rewards.base import Reward
 from tooltune.rewards.binary import BinaryReward, CorrectnessReward, FormatReward
 from tooltune.rewards.cer import CERReward
+from tooltune.rewards.decision import DecisionReward
 from tooltune.rewards.fine_grained import FineGrainedReward
 from tooltune.rewards.outcome import OutcomeReward, TurnFormatReward
 from tooltune.rewards.smv import SMVReward
@@ -27,6 +28,7 @@ for _cls in (
     CorrectnessReward,
     FormatReward,
     FineGrainedReward,
+    DecisionReward,
     ToolRLReward,
     ToolRLFormatReward,
     ToolRLCorrectnessReward,
