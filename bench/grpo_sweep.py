@@ -149,6 +149,9 @@ def arm_row(name: str, settings: dict[str, Any], res: dict[str, Any]) -> dict[st
         "val_end": acc1,
         "val_n": n,
         "val_end_se": binomial_se(acc1, n) if math.isfinite(acc1) else math.nan,
+        # the validation rows that expect a call and those that expect none, when both kinds are there
+        "val_call": (first.get("call", math.nan), last.get("call", math.nan)),
+        "val_no_call": (first.get("no_call", math.nan), last.get("no_call", math.nan)),
         "groups_with_signal": 1 - _mean(zero) if zero else math.nan,
         "reward_first": _mean([r["reward"] for r in log[:k] if "reward" in r]),
         "reward_last": _mean([r["reward"] for r in log[-k:] if "reward" in r]),
@@ -180,18 +183,22 @@ def table(rows: list[dict[str, Any]], steps: int) -> str:
         f"GRPO arms of {steps} steps from one SFT warm start; validation = greedy exact match (binary "
         "reward) on the run's validation split, ± SE over its samples.",
         "",
-        "| arm | settings | steps | val before → after (%) | groups with signal (%) | reward first → last "
-        "third | entropy (last third) | truncated (%) | CPU s | rollout / update s | peak GB | "
-        "screen: prompts kept of, CPU s | status |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| arm | settings | steps | val before → after (%) | val: call; no call (%) | groups with signal "
+        "(%) | reward first → last third | entropy (last third) | truncated (%) | CPU s | rollout / update "
+        "s | peak GB | screen: prompts kept of, CPU s | status |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         settings = ", ".join(f"{k.removeprefix('train.')}={v}" for k, v in r["settings"].items())
         val = f"{_f(r['val_start'], True)} → {_f(r['val_end'], True)} ± {_f(r['val_end_se'], True)}"
+        nan2 = (math.nan, math.nan)
+        parts = "; ".join(f"{_f(a, True)} → {_f(b, True)}"
+                          for a, b in (r.get("val_call", nan2), r.get("val_no_call", nan2)))
         sc = r.get("screen")
         screen = f"{sc['kept']} of {sc['in']}, {sc['cpu_s']:.0f}" if sc else "–"
         lines.append(
-            f"| {r['arm']} | {settings} | {r['steps']} | {val} | {_f(r['groups_with_signal'], True)} | "
+            f"| {r['arm']} | {settings} | {r['steps']} | {val} | {parts} | "
+            f"{_f(r['groups_with_signal'], True)} | "
             f"{_f(r['reward_first'])} → {_f(r['reward_last'])} | {_f(r['entropy_last'])} | "
             f"{_f(r['clipped'], True)} | {r['train_cpu_s']:.0f} | {_s(r.get('rollout_s'))} / "
             f"{_s(r.get('update_s'))} | {_s((r.get('peak_rss_mb') or math.nan) / 1024, 1)} | {screen} | "

@@ -104,6 +104,17 @@ def test_a_diverged_arm_shows_why_instead_of_a_rank() -> None:
     assert math.isclose(row["val_end_se"], 0.0) and row["val_start"] == 0.25
     assert "diverged: the loss is nan at step 5" in sweep.table([row], 5)
     assert "| 12 | – / – | – | – | diverged" in sweep.table([row], 5)  # costs not recorded read as unknown
+    assert "| 25.0 → 0.0 ± 0.0 | – → –; – → – |" in sweep.table([row], 5)  # one kind of row: no parts
+
+
+def test_the_table_shows_validation_on_the_call_and_no_call_rows_apart() -> None:
+    sweep = _sweep()
+    res = {"steps": 8, "train_cpu_s": 1.0, "log": [],
+           "curve": [{"step": 0, "accuracy": 0.15625, "n": 32, "call": 0.125, "no_call": 0.375},
+                     {"step": 8, "accuracy": 0.125, "n": 32, "call": 0.0, "no_call": 1.0}]}
+    row = sweep.arm_row("collapse", {}, res)
+    assert row["val_call"] == (0.125, 0.0) and row["val_no_call"] == (0.375, 1.0)
+    assert "| 15.6 → 12.5 ± 5.8 | 12.5 → 0.0; 37.5 → 100.0 |" in sweep.table([row], 8)
 
 
 def test_an_arm_that_screened_its_prompts_shows_how_many_it_kept_and_what_the_screen_cost() -> None:

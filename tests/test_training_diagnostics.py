@@ -73,11 +73,11 @@ def test_grpo_time_budget_counts_training_not_heldout_evaluation(
 
     from tooltune.training import diagnostics as dg
 
-    def slow_eval(*a, **kw) -> float:
+    def slow_eval(*a, **kw) -> list[float]:
         time.sleep(0.3)
-        return 0.5
+        return [0.5]
 
-    monkeypatch.setattr(dg, "greedy_exact_match", slow_eval)
+    monkeypatch.setattr(dg, "greedy_rewards", slow_eval)
 
     class Trainer:
         accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
@@ -209,3 +209,43 @@ def test_episode_success_is_logged_and_read_under_its_own_name(tmp_path: Path) -
         s = summarize(run)
         assert s["heldout"] == [(0, 0.25), (1, 0.75)]
         assert s["heldout_metric"] == ("episode success" if key == dg.HELDOUT_SUCCESS_KEY else "exact match")
+
+
+def test_exact_match_is_also_logged_on_the_call_and_no_call_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An all-`[]` policy: the aggregate barely moves, the two parts show the collapse."""
+    from collections import defaultdict
+
+    from tooltune.training import diagnostics as dg
+
+    call = '[{"name": "f", "arguments": {}}]'
+    rows = [{"prompt": "p", "answer": a} for a in (call, call, call, "[]")]
+    answers = iter([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    monkeypatch.setattr(dg, "greedy_rewards", lambda *a, **kw: next(answers))
+
+    class Trainer:
+        accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
+        model = processing_class = None
+
+        def __init__(self) -> None:
+            self.logged: list[dict] = []
+            self._metrics: dict = {"train": defaultdict(list)}
+
+        def log(self, logs: dict) -> None:
+            self.logged.append(logs)
+
+    trainer, state = Trainer(), _State()
+    heldout = dg.HeldOutEval(trainer, rows, "tool_n1", every=1)
+    heldout.on_train_begin(None, state, _Control())
+    state.global_step = 1
+    heldout.on_step_end(None, state, _Control())
+    call_key, no_call_key = dg.HELDOUT_PART_KEYS["call"], dg.HELDOUT_PART_KEYS["no_call"]
+    start = {dg.HELDOUT_KEY: 0.25, dg.HELDOUT_SAMPLES_KEY: 4, call_key: 1 / 3, no_call_key: 0.0}
+    assert trainer.logged == [start]
+    assert trainer._metrics["train"][call_key] == [0.0] and trainer._metrics["train"][no_call_key] == [1.0]
+    assert heldout.history[1] == {"step": 1, "train_s": heldout.history[1]["train_s"], "accuracy": 0.25,
+                                  "call": 0.0, "no_call": 1.0}
+    records = [{"step": 0, **start}, {"step": 1, dg.HELDOUT_KEY: 0.25, call_key: 0.0, no_call_key: 1.0}]
+    assert [(p["call"], p["no_call"]) for p in dg.heldout_curve(records)] == [(1 / 3, 0.0), (0.0, 1.0)]
+    assert dg.exact_match_parts(rows[:3], [1.0, 0.0, 0.0]) == {}  # one kind only: the aggregate says it all
+    with pytest.raises(Exception, match="validation row 0"):
+        dg.exact_match_parts([{"prompt": "p", "answer": "{broken"}], [0.0])

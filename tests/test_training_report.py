@@ -172,3 +172,24 @@ def test_the_validation_curve_has_standard_errors_on_a_labelled_full_axis(tmp_pa
     assert "| validation exact match (best) | 1 |" in md and "held-out" not in md.lower()
     assert "| training reward (mean of the first → last 6 steps) |" in md
     assert not (tmp_path / "run" / "report" / "entropy.png").exists()  # no data, no empty chart
+
+
+def test_the_validation_plot_draws_the_call_and_no_call_rows_dashed_where_logged() -> None:
+    import matplotlib.pyplot as plt
+
+    from tooltune.training.report import VALIDATION_KEY, VALIDATION_PART_KEYS, draw_validation
+
+    call, no_call = VALIDATION_PART_KEYS["call"], VALIDATION_PART_KEYS["no_call"]
+    records = [{"step": s, VALIDATION_KEY: a, call: c, no_call: n}
+               for s, a, c, n in ((0, 0.25, 0.2, 0.5), (4, 0.25, 0.0, 1.0))]
+    fig, ax = plt.subplots()
+    try:
+        assert draw_validation(ax, records)
+        dashed = {ln.get_label(): list(ln.get_ydata()) for ln in ax.lines if ln.get_linestyle() == "--"}
+        assert dashed == {"rows expecting a call": [20.0, 0.0], "rows expecting no call": [50.0, 100.0]}
+        ax.clear()
+        assert draw_validation(ax, [{k: v for k, v in r.items() if k in ("step", VALIDATION_KEY)}
+                                    for r in records])
+        assert not [line for line in ax.lines if line.get_linestyle() == "--"]
+    finally:
+        plt.close(fig)

@@ -26,9 +26,10 @@ from transformers import TrainerCallback
 
 from tooltune.generation import HFBackend, Sampling, score_prompts
 from tooltune.prompts import PromptTemplate, grammar_for
+from tooltune.schema import calls_from_any
 from tooltune.schema.rows import row_tools
 from tooltune.training.progress import budget_bar, show_progress
-from tooltune.training.report import EPISODE_SUCCESS_KEY, reward_ends
+from tooltune.training.report import EPISODE_SUCCESS_KEY, VALIDATION_PART_KEYS, reward_ends
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,8 @@ HELDOUT_SUCCESS_KEY = EPISODE_SUCCESS_KEY
 """Metrics key of the greedy episode success rate on the validation tasks (agentic training)."""
 HELDOUT_SAMPLES_KEY = "tooltune/heldout_samples"
 """Metrics key of the number of validation rows behind each `HELDOUT_KEY` point (its standard error)."""
+HELDOUT_PART_KEYS = VALIDATION_PART_KEYS
+"""Metrics keys of `HELDOUT_KEY` on the rows that expect a call ("call") and on those that expect none."""
 
 
 class RegionTagger:
@@ -242,18 +245,18 @@ def truncate_metrics(path: str | Path, stage: str, last_step: int) -> int:
     return len(kept)
 
 
-def greedy_exact_match(
+def greedy_rewards(
     model: Any,
     tokenizer: Any,
     rows: list[dict[str, Any]],
     template: str | PromptTemplate,
     max_new_tokens: int = 256,
     batch_size: int = 16,
-) -> float:
-    """Held-out exact match: greedy completions (through `HFBackend`, each prompt with its row's
+) -> list[float]:
+    """Held-out exact match of each row: its greedy completion (through `HFBackend`, with the row's
     chat-template tools) scored like the binary reward."""
     if not rows:
-        return float("nan")
+        return []
     backend = HFBackend(model=model, tokenizer=tokenizer, batch_size=batch_size, name="held-out")
     was_training = model.training
     model.eval()
@@ -265,7 +268,19 @@ def greedy_exact_match(
         )
     finally:
         model.train(was_training)
-    return sum(r[0] for r in rewards) / len(rows)
+    return [r[0] for r in rewards]
+
+
+def exact_match_parts(rows: list[dict[str, Any]], rewards: list[float]) -> dict[str, float]:
+    """The mean of `rewards` over the rows whose answer holds a call ("call") and over those whose
+    answer is no call ("no_call"); {} unless both kinds are among `rows`."""
+    parts: dict[str, list[float]] = {"call": [], "no_call": []}
+    for i, (row, reward) in enumerate(zip(rows, rewards, strict=True)):
+        expects_call = bool(calls_from_any(row["answer"], f"validation row {i}: answer"))
+        parts["call" if expects_call else "no_call"].append(reward)
+    if not all(parts.values()):
+        return {}
+    return {part: sum(v) / len(v) for part, v in parts.items()}
 
 
 class HeldOutEval(TrainerCallback):
@@ -275,8 +290,9 @@ class HeldOutEval(TrainerCallback):
 
     The evaluation runs under `clock.excluded()` (it is not training time). Each point goes to the
     trainer's log as `key` (`HELDOUT_KEY`, or `HELDOUT_SUCCESS_KEY` with a scorer), so the metrics file
-    holds the curve (`heldout_curve`); `history` keeps this process's points as {"step", "train_s",
-    "accuracy"}.
+    holds the curve (`heldout_curve`); exact match also goes to the log on the rows that expect a call
+    and on those that expect none (`HELDOUT_PART_KEYS`) when both kinds are there. `history` keeps
+    this process's points as {"step", "train_s", "accuracy"} (and "call", "no_call").
     """
 
     def __init__(
@@ -305,10 +321,11 @@ class HeldOutEval(TrainerCallback):
             return
         model = self.trainer.accelerator.unwrap_model(self.trainer.model)
         with self.clock.excluded():
+            parts: dict[str, float] = {}
             if self.scorer is not None:
                 acc = self.scorer(model, self.trainer.processing_class, self.rows)
             else:
-                acc = greedy_exact_match(
+                rewards = greedy_rewards(
                     model,
                     self.trainer.processing_class,
                     self.rows,
@@ -316,14 +333,20 @@ class HeldOutEval(TrainerCallback):
                     self.max_new_tokens,
                     self.batch_size,
                 )
-        self.history.append({"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc})
+                acc = sum(rewards) / len(rewards)
+                parts = exact_match_parts(self.rows, rewards)
+        self.history.append(
+            {"step": state.global_step, "train_s": self.clock.seconds, "accuracy": acc} | parts
+        )
+        logs = {self.key: acc, HELDOUT_SAMPLES_KEY: len(self.rows)}
+        logs |= {HELDOUT_PART_KEYS[part]: value for part, value in parts.items()}
         if at_end:  # outside a logging step (start or end of training): write a record of its own
-            self.trainer.log({self.key: acc, HELDOUT_SAMPLES_KEY: len(self.rows)})
+            self.trainer.log(logs)
         else:  # joins the record the trainer logs for this step
-            self.trainer._metrics["train"][self.key].append(acc)
-            self.trainer._metrics["train"][HELDOUT_SAMPLES_KEY].append(len(self.rows))
-        logger.info("step %d: held-out %s %.4f on %d samples", state.global_step, self.name, acc,
-                    len(self.rows))
+            for key, value in logs.items():
+                self.trainer._metrics["train"][key].append(value)
+        logger.info("step %d: held-out %s %.4f on %d samples%s", state.global_step, self.name, acc,
+                    len(self.rows), "".join(f", {p} {v:.4f}" for p, v in parts.items()))
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
         if self.every and state.global_step == 0:  # the starting point of the curve
@@ -359,7 +382,8 @@ def read_metrics(path: str | Path, stage: str | None = None) -> list[dict[str, A
 
 def heldout_curve(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Validation accuracy (exact match, or episode success) against training time: [{"step",
-    "train_s", "accuracy"}, plus "n" (the rows evaluated) when logged] from log records.
+    "train_s", "accuracy"}, plus "n" (the rows evaluated), "call" and "no_call" (`HELDOUT_PART_KEYS`)
+    when logged] from log records.
 
     With `run.logging_steps` 1 every point carries its own step; with more, a point made between two
     logging steps is reported at the next one. A step evaluated twice (a run resumed at its last
@@ -367,6 +391,7 @@ def heldout_curve(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     points = {
         r["step"]: {"step": r["step"], "train_s": r.get("train_s", 0.0), "accuracy": r[key]}
         | ({"n": round(r[HELDOUT_SAMPLES_KEY])} if HELDOUT_SAMPLES_KEY in r else {})
+        | {part: r[k] for part, k in HELDOUT_PART_KEYS.items() if k in r}
         for r in records
         for key in (HELDOUT_KEY, HELDOUT_SUCCESS_KEY)
         if key in r

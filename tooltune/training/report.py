@@ -35,6 +35,13 @@ EPISODE_SUCCESS_KEY = "tooltune/heldout_episode_success"
 """Greedy episode success rate on the validation tasks (agentic training), logged by `HeldOutEval`."""
 VALIDATION_SAMPLES_KEY = "tooltune/heldout_samples"
 """How many validation rows each point of `VALIDATION_KEY` scored (runs before it was logged lack it)."""
+VALIDATION_PART_KEYS = {
+    "call": "tooltune/heldout_exact_match_call",
+    "no_call": "tooltune/heldout_exact_match_no_call",
+}
+"""`VALIDATION_KEY` on the validation rows that expect a call and on those that expect none, logged when
+both kinds are there: a policy that learns to answer `[]` everywhere gains on the second what it loses
+on the first, which the aggregate can hide."""
 
 TRL_REWARD_FUNCTION = "tooltune"
 """The name of the one reward function training gives TRL (`integrations.trl.reward.TRLRewardFunction`): its
@@ -221,7 +228,8 @@ def validation_metric(records: list[dict[str, Any]]) -> tuple[str, str]:
 
 def draw_validation(ax: Any, records: list[dict[str, Any]], label: str = "validation") -> bool:
     """The validation curve (`validation_metric`) on `ax` in percent (0-100 axis) with ± 1 binomial
-    standard error where the sample count was logged; False (nothing drawn) without points."""
+    standard error where the sample count was logged, and dashed beside it the curves on the rows
+    expecting a call and on those expecting none where logged; False (nothing drawn) without points."""
     steps, acc = series(records, validation_metric(records)[0])
     if not steps:
         return False
@@ -234,6 +242,11 @@ def draw_validation(ax: Any, records: list[dict[str, Any]], label: str = "valida
              if known else f"{label} (sample count not logged: no error bars)")
     ax.errorbar(steps, [100 * a for a in acc], yerr=errors, marker="o" if len(steps) < 40 else None,
                 markersize=3, capsize=2, label=label)
+    for key, part in ((VALIDATION_PART_KEYS["call"], "rows expecting a call"),
+                      (VALIDATION_PART_KEYS["no_call"], "rows expecting no call")):
+        part_steps, part_acc = series(records, key)
+        if part_steps:
+            ax.plot(part_steps, [100 * a for a in part_acc], linestyle="--", linewidth=1, label=part)
     ax.set_ylim(-3, 103)  # the whole 0-100% scale; a little room so 0% and 100% points stay visible
     return True
 
