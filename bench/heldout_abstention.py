@@ -52,6 +52,16 @@ def parse_checkpoint(spec: str) -> tuple[str, Path, str]:
     return label, Path(run), name
 
 
+def earlier_checkpoints(out: Path, results: dict[str, Any]) -> dict[str, Any]:
+    """The checkpoints an earlier run of this command scored into `out`, which must have read the same
+    validation split (the same run folder and part sizes) for its hits to pair with new ones."""
+    earlier = json.loads(out.read_text(encoding="utf-8"))
+    if (earlier.get("run"), earlier.get("n")) != (results["run"], results["n"]):
+        raise SystemExit(f"{out} holds the held-out parts of {earlier.get('run')} ({earlier.get('n')}), "
+                         f"not of {results['run']} ({results['n']}): give another --out")
+    return earlier["checkpoints"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="the run folder whose validation split is read")
@@ -77,11 +87,15 @@ def main() -> None:
     results: dict[str, Any] = {"run": str(args.run), "n": {k: len(v) for k, v in parts.items()},
                                "checkpoints": {}}
     if args.out.is_file():  # a rerun keeps the checkpoints already scored
-        results["checkpoints"] = json.loads(args.out.read_text(encoding="utf-8"))["checkpoints"]
+        results["checkpoints"] = earlier_checkpoints(args.out, results)
     for label, run, name in checkpoints:
-        if label in results["checkpoints"]:
-            continue
         p = Pipeline(run, load_config(run / "config.yaml"), profile=real_profile())
+        if label in results["checkpoints"]:
+            scored = results["checkpoints"][label]["model"]
+            if scored != str(p.model_dir(name)):
+                raise SystemExit(f"{args.out}: checkpoint {label!r} was scored on {scored}, not "
+                                 f"{p.model_dir(name)}: give it another label or another --out")
+            continue
         model, tok = load(p.model_dir(name))
         model.eval()
         be = backend(p, model, tok)

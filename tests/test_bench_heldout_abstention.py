@@ -80,3 +80,13 @@ def test_each_checkpoint_scored_once_and_paired_with_the_first(
     monkeypatch.setattr("tooltune.experiment.measure.greedy", lambda *a, **k: pytest.fail("scored again"))
     mod.main()
     assert json.loads(out.read_text())["checkpoints"] == res["checkpoints"]
+    # the same label on another checkpoint, or the file of another run, is refused before any scoring
+    swapped = [*argv[:-2], "--checkpoint", f"other={run}:sft"]
+    monkeypatch.setattr(sys, "argv", swapped)
+    with pytest.raises(SystemExit, match="'other' was scored on .*grpo_like"):
+        mod.main()
+    res["run"] = "runs/elsewhere"
+    out.write_text(json.dumps(res))
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit, match="runs/elsewhere"):
+        mod.main()
