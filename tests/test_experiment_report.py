@@ -22,7 +22,8 @@ def test_the_accuracy_figure_shows_validation_with_standard_errors_on_labelled_f
         "data": {"sizes": {"val": 200}},
         "sft": {"chosen_step": 600, "curve": [{"step": 500, "val_accuracy": 0.3},
                                               {"step": 600, "val_accuracy": 0.46}]},
-        "grpo": {"curve": [{"step": 0, "accuracy": 0.445}, {"step": 20, "accuracy": 0.535}],
+        "grpo": {"curve": [{"step": 0, "accuracy": 0.445, "call": 0.4, "no_call": 0.6},
+                           {"step": 20, "accuracy": 0.535, "call": 0.5, "no_call": 0.65}],
                  "log": [{"step": 20, "train_cpu_s": 31.0}]},
         "sft_continued": {"curve": [{"step": 600, "t": 0.0, "accuracy": 0.445},
                                     {"step": 800, "t": 31.2, "accuracy": 0.5}]},
@@ -48,5 +49,9 @@ def test_the_accuracy_figure_shows_validation_with_standard_errors_on_labelled_f
             assert f"({n} samples), ± 1 standard error" in bars.get_label()
         assert sft_ax.get_xlim()[0] == 0  # SFT from its first step, the warm start marked
         assert any(line.get_label() == "warm start (step 600)" for line in sft_ax.get_lines())
+        dashed = {ln.get_label(): list(ln.get_ydata()) for ln in grpo_ax.get_lines()
+                  if ln.get_linestyle() == "--"}  # the parts of GRPO's validation rows
+        assert dashed == {"GRPO: rows expecting a call": [40.0, 50.0],
+                          "GRPO: rows expecting no call": [60.0, 65.0]}
     finally:
         plt.close(fig)

@@ -186,7 +186,8 @@ def test_the_validation_plot_draws_the_call_and_no_call_rows_dashed_where_logged
     try:
         assert draw_validation(ax, records)
         dashed = {ln.get_label(): list(ln.get_ydata()) for ln in ax.lines if ln.get_linestyle() == "--"}
-        assert dashed == {"rows expecting a call": [20.0, 0.0], "rows expecting no call": [50.0, 100.0]}
+        assert dashed == {"validation: rows expecting a call": [20.0, 0.0],
+                          "validation: rows expecting no call": [50.0, 100.0]}
         ax.clear()
         assert draw_validation(ax, [{k: v for k, v in r.items() if k in ("step", VALIDATION_KEY)}
                                     for r in records])

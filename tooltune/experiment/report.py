@@ -18,6 +18,7 @@ from tooltune.experiment.compute import CLOCKS, grpo_curve
 from tooltune.experiment.stats import paired
 from tooltune.training.report import (
     VALIDATION_KEY,
+    VALIDATION_PART_KEYS,
     VALIDATION_SAMPLES_KEY,
     draw_reward,
     draw_validation,
@@ -249,6 +250,7 @@ def accuracy_figure(plt: Any, config: dict[str, Any], results: dict[str, dict[st
             clock = config.get("clock", "wall")
             draw_validation(ax, [{"step": c["t"], VALIDATION_KEY: c["accuracy"],
                                   VALIDATION_SAMPLES_KEY: c.get("n", n_grpo)}
+                                 | {key: c[part] for part, key in VALIDATION_PART_KEYS.items() if part in c}
                                  for c in grpo_curve(results["grpo"], clock)], "GRPO")
             if "sft_continued" in results:
                 draw_validation(ax, [{"step": c["t"], VALIDATION_KEY: c["accuracy"],

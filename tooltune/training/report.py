@@ -238,15 +238,16 @@ def draw_validation(ax: Any, records: list[dict[str, Any]], label: str = "valida
     known = all(n)
     errors = [100 * binomial_se(a, m) for a, m in zip(acc, n)] if known else None
     counts = sorted(set(n))
-    label = (f"{label} ({counts[0] if len(counts) == 1 else 'varying'} samples), ± 1 standard error"
-             if known else f"{label} (sample count not logged: no error bars)")
+    legend = (f"{label} ({counts[0] if len(counts) == 1 else 'varying'} samples), ± 1 standard error"
+              if known else f"{label} (sample count not logged: no error bars)")
     ax.errorbar(steps, [100 * a for a in acc], yerr=errors, marker="o" if len(steps) < 40 else None,
-                markersize=3, capsize=2, label=label)
+                markersize=3, capsize=2, label=legend)
     for key, part in ((VALIDATION_PART_KEYS["call"], "rows expecting a call"),
                       (VALIDATION_PART_KEYS["no_call"], "rows expecting no call")):
         part_steps, part_acc = series(records, key)
         if part_steps:
-            ax.plot(part_steps, [100 * a for a in part_acc], linestyle="--", linewidth=1, label=part)
+            ax.plot(part_steps, [100 * a for a in part_acc], linestyle="--", linewidth=1,
+                    label=f"{label}: {part}")
     ax.set_ylim(-3, 103)  # the whole 0-100% scale; a little room so 0% and 100% points stay visible
     return True
 
