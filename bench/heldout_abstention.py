@@ -52,11 +52,16 @@ def parse_checkpoint(spec: str) -> tuple[str, Path, str]:
     return label, Path(run), name
 
 
+def same_path(a: str | Path | None, b: str | Path) -> bool:
+    """Whether two spellings (relative, absolute) name one folder."""
+    return a is not None and Path(a).resolve() == Path(b).resolve()
+
+
 def earlier_checkpoints(out: Path, results: dict[str, Any]) -> dict[str, Any]:
     """The checkpoints an earlier run of this command scored into `out`, which must have read the same
     validation split (the same run folder and part sizes) for its hits to pair with new ones."""
     earlier = json.loads(out.read_text(encoding="utf-8"))
-    if (earlier.get("run"), earlier.get("n")) != (results["run"], results["n"]):
+    if not same_path(earlier.get("run"), results["run"]) or earlier.get("n") != results["n"]:
         raise SystemExit(f"{out} holds the held-out parts of {earlier.get('run')} ({earlier.get('n')}), "
                          f"not of {results['run']} ({results['n']}): give another --out")
     return earlier["checkpoints"]
@@ -92,7 +97,7 @@ def main() -> None:
         p = Pipeline(run, load_config(run / "config.yaml"), profile=real_profile())
         if label in results["checkpoints"]:
             scored = results["checkpoints"][label]["model"]
-            if scored != str(p.model_dir(name)):
+            if not same_path(scored, p.model_dir(name)):
                 raise SystemExit(f"{args.out}: checkpoint {label!r} was scored on {scored}, not "
                                  f"{p.model_dir(name)}: give it another label or another --out")
             continue

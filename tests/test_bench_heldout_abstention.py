@@ -80,6 +80,9 @@ def test_each_checkpoint_scored_once_and_paired_with_the_first(
     monkeypatch.setattr("tooltune.experiment.measure.greedy", lambda *a, **k: pytest.fail("scored again"))
     mod.main()
     assert json.loads(out.read_text())["checkpoints"] == res["checkpoints"]
+    # the run's folder spelled another way is the same run
+    monkeypatch.setattr(sys, "argv", [a.replace(str(run), str(run / ".." / "run")) for a in argv])
+    mod.main()
     # the same label on another checkpoint, or the file of another run, is refused before any scoring
     swapped = [*argv[:-2], "--checkpoint", f"other={run}:sft"]
     monkeypatch.setattr(sys, "argv", swapped)
