@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,20 @@ def test_truncate_metrics_keeps_other_stages_and_earlier_steps(tmp_path: Path) -
     path.write_text("".join(json.dumps(r) + "\n" for r in recs) + '{"stage": "grpo", "st')
     assert truncate_metrics(path, "grpo", 2) == 3
     assert [json.loads(x) for x in path.read_text().splitlines()] == recs[:3]
+
+
+class _Trainer:
+    """What `HeldOutEval` reads and writes of a trainer: the model, the log and the step's metrics."""
+
+    accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
+    model = processing_class = None
+
+    def __init__(self) -> None:
+        self.logged: list[dict] = []
+        self._metrics: dict = {"train": defaultdict(list)}
+
+    def log(self, logs: dict) -> None:
+        self.logged.append(logs)
 
 
 class _State:
@@ -172,23 +187,11 @@ def test_clock_continues_a_resumed_run_and_summary_reads_the_metrics(tmp_path: P
 
 
 def test_episode_success_is_logged_and_read_under_its_own_name(tmp_path: Path) -> None:
-    from collections import defaultdict
 
     from tooltune.training import diagnostics as dg
     from tooltune.training.report import summarize
 
-    class Trainer:
-        accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
-        model = processing_class = None
-
-        def __init__(self) -> None:
-            self.logged: list[dict] = []
-            self._metrics: dict = {"train": defaultdict(list)}
-
-        def log(self, logs: dict) -> None:
-            self.logged.append(logs)
-
-    trainer = Trainer()
+    trainer = _Trainer()
     rows = [{"prompt": "p"}] * 4
     success = dg.HeldOutEval(trainer, rows, "tool_n1", every=1, scorer=lambda model, tok, rows: 0.75)
     state = _State()
@@ -213,7 +216,6 @@ def test_episode_success_is_logged_and_read_under_its_own_name(tmp_path: Path) -
 
 def test_exact_match_is_also_logged_on_the_call_and_no_call_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """An all-`[]` policy: the aggregate barely moves, the two parts show the collapse."""
-    from collections import defaultdict
 
     from tooltune.training import diagnostics as dg
 
@@ -222,18 +224,7 @@ def test_exact_match_is_also_logged_on_the_call_and_no_call_rows(monkeypatch: py
     answers = iter([[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
     monkeypatch.setattr(dg, "greedy_rewards", lambda *a, **kw: next(answers))
 
-    class Trainer:
-        accelerator = type("A", (), {"unwrap_model": staticmethod(lambda m: m)})()
-        model = processing_class = None
-
-        def __init__(self) -> None:
-            self.logged: list[dict] = []
-            self._metrics: dict = {"train": defaultdict(list)}
-
-        def log(self, logs: dict) -> None:
-            self.logged.append(logs)
-
-    trainer, state = Trainer(), _State()
+    trainer, state = _Trainer(), _State()
     heldout = dg.HeldOutEval(trainer, rows, "tool_n1", every=1)
     heldout.on_train_begin(None, state, _Control())
     state.global_step = 1
